@@ -1,0 +1,1 @@
+"""firmsift: classify companies by their web domain."""

@@ -1,0 +1,115 @@
+"""Numbered schema migrations, recorded in `schema_migrations`; portable SQL that runs on
+SQLite and PostgreSQL alike (only the auto-increment key differs)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, text
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: Callable[[str], list[str]]  # dialect name -> SQL statements
+
+
+def _m001_initial(dialect: str) -> list[str]:
+    auto_id = "INTEGER PRIMARY KEY AUTOINCREMENT" if dialect == "sqlite" else "BIGSERIAL PRIMARY KEY"
+    return [
+        """CREATE TABLE jobs (
+            id TEXT PRIMARY KEY,
+            classifier TEXT NOT NULL,
+            status TEXT NOT NULL,
+            reply_queue TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            error TEXT,
+            reply_sent BOOLEAN NOT NULL DEFAULT FALSE,
+            reply_error TEXT)""",
+        """CREATE TABLE job_domains (
+            job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            domain TEXT NOT NULL,
+            status TEXT NOT NULL,
+            source TEXT,
+            answer BOOLEAN,
+            confidence INTEGER,
+            reason TEXT NOT NULL DEFAULT '',
+            evidence TEXT NOT NULL DEFAULT '[]',
+            error TEXT,
+            finished_at DOUBLE PRECISION,
+            PRIMARY KEY (job_id, position),
+            UNIQUE (job_id, domain))""",
+        """CREATE TABLE answers (
+            domain TEXT NOT NULL,
+            classifier TEXT NOT NULL,
+            status TEXT NOT NULL,
+            source TEXT NOT NULL,
+            answer BOOLEAN,
+            confidence INTEGER,
+            reason TEXT NOT NULL DEFAULT '',
+            evidence TEXT NOT NULL DEFAULT '[]',
+            error TEXT,
+            raw_output TEXT,
+            model TEXT,
+            prompt_version TEXT,
+            answered_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (domain, classifier))""",
+        """CREATE TABLE known_companies (
+            domain TEXT PRIMARY KEY,
+            name TEXT NOT NULL DEFAULT '',
+            imported_at DOUBLE PRECISION NOT NULL)""",
+        f"""CREATE TABLE queue_messages (
+            id {auto_id},
+            queue TEXT NOT NULL,
+            group_id TEXT NOT NULL,
+            body TEXT NOT NULL,
+            dedup_id TEXT,
+            sent_at DOUBLE PRECISION NOT NULL,
+            visible_at DOUBLE PRECISION NOT NULL,
+            receive_count INTEGER NOT NULL DEFAULT 0,
+            receipt TEXT)""",
+        "CREATE INDEX ix_queue_messages_ready ON queue_messages (queue, visible_at)",
+        "CREATE INDEX ix_queue_messages_group ON queue_messages (queue, group_id, id)",
+        "CREATE UNIQUE INDEX ix_queue_messages_receipt ON queue_messages (receipt)",
+        """CREATE TABLE queue_dedup (
+            queue TEXT NOT NULL,
+            dedup_id TEXT NOT NULL,
+            message_id BIGINT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (queue, dedup_id))""",
+    ]
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _m001_initial),)
+
+
+def upgrade(engine: Engine) -> list[Migration]:
+    """Apply every migration not yet recorded, each in its own transaction; returns those applied."""
+    applied: list[Migration] = []
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+    for migration in MIGRATIONS:
+        with engine.begin() as conn:
+            if _is_applied(conn, migration.version):
+                continue
+            for statement in migration.statements(engine.dialect.name):
+                conn.exec_driver_sql(statement)
+            conn.execute(
+                text("INSERT INTO schema_migrations (version, name, applied_at) VALUES (:v, :n, :t)"),
+                {"v": migration.version, "n": migration.name, "t": time.time()},
+            )
+            applied.append(migration)
+    return applied
+
+
+def _is_applied(conn: Connection, version: int) -> bool:
+    row = conn.execute(text("SELECT 1 FROM schema_migrations WHERE version = :v"), {"v": version}).first()
+    return row is not None

@@ -1,0 +1,73 @@
+"""Domain errors. Entrypoints map them to HTTP statuses and CLI exit codes in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FirmsiftError(Exception):
+    """Base of every error the domain raises on purpose."""
+
+    code = "error"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One offending input value and why it was refused."""
+
+    value: object
+    reason: str
+
+
+class InvalidRequest(FirmsiftError):
+    """The request as a whole is malformed; `rejections` lists each offending value."""
+
+    code = "invalid_request"
+
+    def __init__(self, message: str, rejections: tuple[Rejection, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.rejections = rejections
+
+
+class InvalidDomains(InvalidRequest):
+    code = "invalid_domains"
+
+
+class TooManyDomains(InvalidRequest):
+    code = "too_many_domains"
+
+
+class UnknownClassifier(FirmsiftError):
+    code = "unknown_classifier"
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(f"unknown classifier {name!r}; known: {', '.join(known) or 'none'}")
+        self.name = name
+        self.known = known
+
+
+class JobNotFound(FirmsiftError):
+    code = "job_not_found"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"no job with id {job_id!r}")
+        self.job_id = job_id
+
+
+class QueueUnavailable(FirmsiftError):
+    """The work queue could not durably accept a message."""
+
+    code = "queue_unavailable"
+
+
+class StaleReceipt(FirmsiftError):
+    """A queue receipt is no longer the current one for its message (expired or superseded)."""
+
+    code = "stale_receipt"
+
+
+class ProviderError(FirmsiftError):
+    """An LLM or search provider failed for one domain; the job carries on."""
+
+    code = "provider_error"

@@ -1,0 +1,122 @@
+"""Domain types: jobs, per-domain results, verdicts, evidence, classifiers and their statuses."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class JobStatus(str, enum.Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+
+class ResultStatus(str, enum.Enum):
+    PENDING = "PENDING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+
+class Source(str, enum.Enum):
+    """Which path produced an answer, cheapest first."""
+
+    KNOWN_COMPANY = "known_company"
+    CACHE = "cache"
+    LLM = "llm"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of (untrusted) web evidence: where it came from and what it said."""
+
+    url: str
+    title: str = ""
+    snippet: str = ""
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """A yes/no question, declared as data (see src/classifiers/*.toml)."""
+
+    name: str
+    question: str
+    answer_field: str
+    definition: str
+    system_prompt: str
+    user_prompt: str
+    prompt_version: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The stored answer for one (domain, classifier): the cache entry."""
+
+    domain: str
+    classifier: str
+    status: ResultStatus
+    answered_at: datetime
+    source: Source
+    answer: bool | None = None
+    confidence: int | None = None
+    reason: str = ""
+    evidence: tuple[Evidence, ...] = ()
+    error: str | None = None
+    raw_output: str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+
+
+@dataclass(frozen=True)
+class DomainResult:
+    """One domain's outcome within a job (what GET /domains/classify/{id} shows)."""
+
+    domain: str
+    status: ResultStatus = ResultStatus.PENDING
+    answer: bool | None = None
+    confidence: int | None = None
+    reason: str = ""
+    source: Source | None = None
+    evidence: tuple[Evidence, ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
+        return cls(
+            domain=answer.domain,
+            status=answer.status,
+            answer=answer.answer,
+            confidence=answer.confidence,
+            reason=answer.reason,
+            source=source,
+            evidence=answer.evidence,
+            error=answer.error,
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    classifier: str
+    status: JobStatus
+    created_at: datetime
+    domains: tuple[str, ...]
+    reply_queue: str | None = None
+    results: tuple[DomainResult, ...] = field(default=())
+    error: str | None = None
+    reply_error: str | None = None
+    reply_sent: bool = False
+
+    def result_for(self, domain: str) -> DomainResult:
+        for result in self.results:
+            if result.domain == domain:
+                return result
+        return DomainResult(domain=domain)
+
+
+@dataclass(frozen=True)
+class KnownCompany:
+    domain: str
+    name: str = ""

@@ -1,0 +1,30 @@
+"""Provider ports: web search for evidence and the LLM that answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from firmsift.domain.model import Evidence
+
+
+class Search(Protocol):
+    name: str
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        """Evidence about what the company at `domain` sells. Raises ProviderError."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    model: str
+    finish_reason: str | None = None
+
+
+class LLM(Protocol):
+    model: str
+
+    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
+        """One chat completion asking for JSON matching json_schema (where the provider
+        supports it). Raises ProviderError on refusal, timeout, cut-off or transport error."""

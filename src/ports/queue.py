@@ -1,0 +1,42 @@
+"""Queue ports: the FIFO work queue the worker consumes and the publisher of replies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class QueueMessage:
+    """A received message. `receipt` is new on every receive and is what deletes it."""
+
+    message_id: str
+    body: str
+    receipt: str
+    receive_count: int
+    group_id: str
+
+
+class WorkQueue(Protocol):
+    """A FIFO queue with SQS semantics: message groups, visibility timeout, receipts,
+    receive counts, dead-letter after too many receives, a deduplication window."""
+
+    async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
+        """Publish durably and return the message id; a repeated dedup id within the
+        window is accepted and ignored. Raises QueueUnavailable."""
+
+    async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
+        """Long-poll: return as soon as messages are available, or [] after wait_seconds."""
+
+    async def delete(self, receipt: str) -> None:
+        """Acknowledge a message. Raises StaleReceipt when the receipt is not current."""
+
+    async def change_visibility(self, receipt: str, timeout_seconds: float) -> None:
+        """Hide the message for timeout_seconds from now. Raises StaleReceipt."""
+
+
+class ReplyPublisher(Protocol):
+    """Publishes a finished job's result to the queue the caller named."""
+
+    async def publish(self, queue: str, body: str, *, group_id: str, dedup_id: str) -> None:
+        """Raises QueueUnavailable when the reply cannot be written."""

@@ -1,0 +1,37 @@
+"""Repository ports: jobs and their per-domain results, cached answers, known companies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
+
+
+class JobRepository(Protocol):
+    async def create_job(self, job: Job) -> None:
+        """Store a new job with its domains, every domain PENDING."""
+
+    async def get_job(self, job_id: str) -> Job | None:
+        """The job with its per-domain results, or None."""
+
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None: ...
+
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> None:
+        """Record one domain's result in the job and, when given, upsert the cached answer
+        on (domain, classifier), both in one transaction."""
+
+    async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None: ...
+
+
+class AnswerStore(Protocol):
+    async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
+        """Stored answers (fresh or not, FAILED included) keyed by domain."""
+
+
+class KnownCompanies(Protocol):
+    async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
+        """Known companies whose domain is one of `domains`, keyed by that domain."""
+
+    async def upsert_known(self, companies: Iterable[KnownCompany]) -> int:
+        """Insert or update companies by domain; returns how many rows were written."""

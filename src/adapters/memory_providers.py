@@ -1,0 +1,72 @@
+"""In-memory LLM and search doubles that record calls and replay queued answers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from firmsift.domain.errors import ProviderError
+from firmsift.domain.model import Evidence
+from firmsift.ports.providers import Completion
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    system: str
+    user: str
+    json_schema: dict[str, Any]
+
+
+class ScriptedLLM:
+    """Answers from a queue of scripted replies (text, or an exception to raise), then a default.
+
+    `history` records every call, so a test can assert how often the LLM was asked and with what.
+    """
+
+    def __init__(self, default: str | Exception = '{"answer": true, "confidence": 4, "reasoning": "scripted"}',
+                 *, model: str = "scripted-model", delay: float = 0.0) -> None:
+        self.model = model
+        self.default = default
+        self.delay = delay
+        self.history: list[LLMCall] = []
+        self._queue: deque[str | Exception] = deque()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def enqueue(self, *replies: str | Exception) -> None:
+        self._queue.extend(replies)
+
+    def calls_about(self, domain: str) -> int:
+        return sum(1 for call in self.history if f"Domain: {domain}\n" in call.user)
+
+    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
+        self.history.append(LLMCall(system, user, json_schema))
+        reply = self._queue.popleft() if self._queue else self.default
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+        finally:
+            self.in_flight -= 1
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(text=reply, model=self.model, finish_reason="stop")
+
+
+class StaticSearch:
+    """Returns the same kind of evidence for every domain, or raises `failure` when set."""
+
+    name = "static"
+
+    def __init__(self, failure: ProviderError | None = None) -> None:
+        self.failure = failure
+        self.queries: list[str] = []
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        self.queries.append(domain)
+        if self.failure is not None:
+            raise self.failure
+        return [Evidence(url=f"https://{domain}/about", title=f"About {domain}", snippet=f"{domain} makes snacks.")]

@@ -1,0 +1,54 @@
+"""In-memory repository: jobs, cached answers and known companies in dicts (tests, teaching)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
+
+
+class InMemoryStore:
+    """Implements JobRepository, AnswerStore and KnownCompanies; `answer_writes` counts upserts."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self.answers: dict[tuple[str, str], Answer] = {}
+        self.companies: dict[str, KnownCompany] = {}
+        self.answer_writes = 0
+
+    async def create_job(self, job: Job) -> None:
+        if job.id in self.jobs:
+            raise ValueError(f"job {job.id} exists")
+        self.jobs[job.id] = replace(job, results=tuple(DomainResult(domain=d) for d in job.domains))
+
+    async def get_job(self, job_id: str) -> Job | None:
+        return self.jobs.get(job_id)
+
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
+        self.jobs[job_id] = replace(self.jobs[job_id], status=status, error=error)
+
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> None:
+        job = self.jobs[job_id]
+        results = tuple(result if r.domain == result.domain else r for r in job.results)
+        self.jobs[job_id] = replace(job, results=results)
+        if answer is not None:
+            self.answers[(answer.domain, answer.classifier)] = answer
+            self.answer_writes += 1
+
+    async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
+        self.jobs[job_id] = replace(self.jobs[job_id], reply_sent=sent, reply_error=error)
+
+    async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
+        found = (self.answers.get((domain, classifier)) for domain in domains)
+        return {answer.domain: answer for answer in found if answer is not None}
+
+    async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
+        return {d: self.companies[d] for d in domains if d in self.companies}
+
+    async def upsert_known(self, companies: Iterable[KnownCompany]) -> int:
+        count = 0
+        for company in companies:
+            self.companies[company.domain] = company
+            count += 1
+        return count

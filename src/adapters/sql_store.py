@@ -1,0 +1,185 @@
+"""SQLAlchemy repository for SQLite and PostgreSQL: jobs, per-job results, answers, known companies.
+
+Queries are synchronous SQLAlchemy Core run off the event loop in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, select, text, update
+
+from firmsift.adapters.sql_tables import answers, job_domains, jobs, known_companies
+from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
+
+T = TypeVar("T")
+
+# Targets the primary key answers (domain, classifier): a repeat overwrites instead of duplicating.
+UPSERT_ANSWER = text("""
+    INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
+                         error, raw_output, model, prompt_version, answered_at)
+    VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
+            :error, :raw_output, :model, :prompt_version, :answered_at)
+    ON CONFLICT (domain, classifier) DO UPDATE SET
+        status = excluded.status, source = excluded.source, answer = excluded.answer,
+        confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
+        error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
+        prompt_version = excluded.prompt_version, answered_at = excluded.answered_at
+""")
+
+# Targets the primary key known_companies (domain): importing the same file twice is harmless.
+UPSERT_KNOWN = text("""
+    INSERT INTO known_companies (domain, name, imported_at) VALUES (:domain, :name, :imported_at)
+    ON CONFLICT (domain) DO UPDATE SET name = excluded.name, imported_at = excluded.imported_at
+""")
+
+
+class SqlStore:
+    """Implements JobRepository, AnswerStore and KnownCompanies on one SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def _run(self, work: Callable[[Connection], T]) -> T:
+        def in_transaction() -> T:
+            with self.engine.begin() as conn:
+                return work(conn)
+
+        return await asyncio.to_thread(in_transaction)
+
+    async def create_job(self, job: Job) -> None:
+        def work(conn: Connection) -> None:
+            created = job.created_at.timestamp()
+            conn.execute(jobs.insert().values(
+                id=job.id, classifier=job.classifier, status=job.status.value, reply_queue=job.reply_queue,
+                created_at=created, updated_at=created, error=job.error, reply_sent=False,
+            ))
+            conn.execute(job_domains.insert(), [
+                {"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
+                 "reason": "", "evidence": "[]"}
+                for i, d in enumerate(job.domains)
+            ])
+
+        await self._run(work)
+
+    async def get_job(self, job_id: str) -> Job | None:
+        def work(conn: Connection) -> Job | None:
+            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+            if row is None:
+                return None
+            rows = conn.execute(
+                select(job_domains).where(job_domains.c.job_id == job_id).order_by(job_domains.c.position)
+            ).mappings().all()
+            return Job(
+                id=row["id"], classifier=row["classifier"], status=JobStatus(row["status"]),
+                created_at=_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
+                reply_queue=row["reply_queue"], results=tuple(_domain_result(r) for r in rows),
+                error=row["error"], reply_sent=bool(row["reply_sent"]), reply_error=row["reply_error"],
+            )
+
+        return await self._run(work)
+
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
+        await self._run(lambda conn: conn.execute(
+            update(jobs).where(jobs.c.id == job_id).values(status=status.value, error=error, updated_at=time.time())
+        ))
+
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> None:
+        def work(conn: Connection) -> None:
+            conn.execute(
+                update(job_domains)
+                .where(job_domains.c.job_id == job_id, job_domains.c.domain == result.domain)
+                .values(
+                    status=result.status.value, source=result.source.value if result.source else None,
+                    answer=result.answer, confidence=result.confidence, reason=result.reason,
+                    evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
+                )
+            )
+            if answer is not None:
+                conn.execute(UPSERT_ANSWER, _answer_params(answer))
+
+        await self._run(work)
+
+    async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
+        await self._run(lambda conn: conn.execute(
+            update(jobs).where(jobs.c.id == job_id).values(reply_sent=sent, reply_error=error, updated_at=time.time())
+        ))
+
+    async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
+        wanted = list(domains)
+
+        def work(conn: Connection) -> dict[str, Answer]:
+            rows = conn.execute(
+                select(answers).where(answers.c.classifier == classifier, answers.c.domain.in_(wanted))
+            ).mappings().all()
+            return {row["domain"]: _answer(row) for row in rows}
+
+        return await self._run(work) if wanted else {}
+
+    async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
+        wanted = list(domains)
+
+        def work(conn: Connection) -> dict[str, KnownCompany]:
+            rows = conn.execute(select(known_companies).where(known_companies.c.domain.in_(wanted))).mappings()
+            return {row["domain"]: KnownCompany(domain=row["domain"], name=row["name"]) for row in rows}
+
+        return await self._run(work) if wanted else {}
+
+    async def upsert_known(self, companies: Iterable[KnownCompany]) -> int:
+        now = time.time()
+        params = [{"domain": c.domain, "name": c.name, "imported_at": now} for c in companies]
+
+        def work(conn: Connection) -> int:
+            if params:
+                conn.execute(UPSERT_KNOWN, params)
+            return len(params)
+
+        return await self._run(work)
+
+
+def _time(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+def _evidence_json(evidence: Iterable[Evidence]) -> str:
+    return json.dumps([{"url": e.url, "title": e.title, "snippet": e.snippet} for e in evidence])
+
+
+def _evidence(raw: str) -> tuple[Evidence, ...]:
+    return tuple(Evidence(url=e["url"], title=e.get("title", ""), snippet=e.get("snippet", "")) for e in json.loads(raw))
+
+
+def _optional_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _domain_result(row: Any) -> DomainResult:
+    return DomainResult(
+        domain=row["domain"], status=ResultStatus(row["status"]), answer=_optional_bool(row["answer"]),
+        confidence=row["confidence"], reason=row["reason"], source=Source(row["source"]) if row["source"] else None,
+        evidence=_evidence(row["evidence"]), error=row["error"],
+    )
+
+
+def _answer(row: Any) -> Answer:
+    return Answer(
+        domain=row["domain"], classifier=row["classifier"], status=ResultStatus(row["status"]),
+        answered_at=_time(row["answered_at"]), source=Source(row["source"]), answer=_optional_bool(row["answer"]),
+        confidence=row["confidence"], reason=row["reason"], evidence=_evidence(row["evidence"]),
+        error=row["error"], raw_output=row["raw_output"], model=row["model"], prompt_version=row["prompt_version"],
+    )
+
+
+def _answer_params(answer: Answer) -> dict[str, Any]:
+    return {
+        "domain": answer.domain, "classifier": answer.classifier, "status": answer.status.value,
+        "source": answer.source.value, "answer": answer.answer, "confidence": answer.confidence,
+        "reason": answer.reason, "evidence": _evidence_json(answer.evidence), "error": answer.error,
+        "raw_output": answer.raw_output, "model": answer.model, "prompt_version": answer.prompt_version,
+        "answered_at": answer.answered_at.timestamp(),
+    }

@@ -1,0 +1,38 @@
+"""The JSON document of a job: what GET /domains/classify/{id} returns and what a reply carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from firmsift.domain.model import DomainResult, Job
+
+
+def job_document(job: Job) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "job_id": job.id,
+        "classifier": job.classifier,
+        "status": job.status.value,
+        "created_at": job.created_at.isoformat(),
+        "results": [_result_document(job.result_for(domain)) for domain in job.domains],
+    }
+    if job.error:
+        document["error"] = job.error
+    return document
+
+
+def accepted_document(job: Job) -> dict[str, Any]:
+    """The 202 body of a submitted job."""
+    return {"job_id": job.id, "status": job.status.value, "classifier": job.classifier, "domains": list(job.domains)}
+
+
+def _result_document(result: DomainResult) -> dict[str, Any]:
+    return {
+        "domain": result.domain,
+        "status": result.status.value,
+        "answer": result.answer,
+        "confidence": result.confidence,
+        "reason": result.reason,
+        "source": result.source.value if result.source else None,
+        "evidence": [{"url": e.url, "title": e.title} for e in result.evidence],
+        "error": result.error,
+    }

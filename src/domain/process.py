@@ -1,0 +1,168 @@
+"""The consumer use-case: answer every unfinished domain of a job by the cheapest path."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from firmsift.domain.freshness import is_fresh
+from firmsift.domain.inflight import InFlight
+from firmsift.domain.model import Answer, Classifier, DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.parsing import ParseFailure, parse_verdict
+from firmsift.domain.prompt import answer_schema, build_prompt
+from firmsift.domain.submit import utc_now
+
+if TYPE_CHECKING:
+    from firmsift.ports.providers import LLM, Search
+    from firmsift.ports.repository import AnswerStore, JobRepository, KnownCompanies
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Classification:
+    """Everything process_job needs: the ports, the classifiers, and the worker-wide limits."""
+
+    jobs: JobRepository
+    answers: AnswerStore
+    known: KnownCompanies
+    search: Search
+    llm: LLM
+    catalog: Mapping[str, Classifier]
+    llm_slots: asyncio.Semaphore  # worker-wide cap on concurrent LLM calls
+    domain_concurrency: int = 10
+    now: Callable[[], datetime] = utc_now
+    new_marker: Callable[[], str] = lambda: secrets.token_hex(12)
+    inflight: InFlight[Answer] = field(default_factory=InFlight)
+
+
+async def process_job(job_id: str, deps: Classification) -> Job | None:
+    """Finish the job and return it, or None when no such job exists (the message is garbage).
+
+    Domains already finished in this job (a redelivery after a crash) are skipped; the others
+    run concurrently, bounded by domain_concurrency. A provider failure fails only its domain.
+    """
+    job = await deps.jobs.get_job(job_id)
+    if job is None:
+        return None
+    if job.status in (JobStatus.DONE, JobStatus.FAILED):
+        return job
+    classifier = deps.catalog.get(job.classifier)
+    if classifier is None:
+        await deps.jobs.set_job_status(job.id, JobStatus.FAILED, error=f"classifier {job.classifier!r} is not configured")
+        return await deps.jobs.get_job(job.id)
+    await deps.jobs.set_job_status(job.id, JobStatus.RUNNING)
+    pending = [d for d in job.domains if job.result_for(d).status is ResultStatus.PENDING]
+    known = await deps.known.find_known(_with_parents(pending))
+    cached = await deps.answers.get_answers(pending, classifier.name)
+    slots = asyncio.Semaphore(deps.domain_concurrency)
+
+    async def run(domain: str) -> None:
+        async with slots:
+            result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps)
+            await deps.jobs.save_result(job.id, result, answer)
+
+    await asyncio.gather(*(run(domain) for domain in pending))
+    finished = await deps.jobs.get_job(job.id)
+    assert finished is not None
+    all_failed = all(r.status is ResultStatus.FAILED for r in finished.results)
+    await deps.jobs.set_job_status(job.id, JobStatus.FAILED if all_failed else JobStatus.DONE)
+    return await deps.jobs.get_job(job.id)
+
+
+async def _answer_domain(
+    domain: str,
+    classifier: Classifier,
+    known: Mapping[str, KnownCompany],
+    cached: Answer | None,
+    deps: Classification,
+) -> tuple[DomainResult, Answer | None]:
+    """(the job's result, the answer to upsert in the cache or None) for one domain."""
+    company = _known_company(domain, known)
+    if company is not None:
+        label = f" ({company.name})" if company.name else ""
+        return DomainResult(
+            domain=domain,
+            status=ResultStatus.DONE,
+            answer=True,
+            confidence=5,
+            reason=f"Listed as a known CPG company{label}: {company.domain}",
+            source=Source.KNOWN_COMPANY,
+        ), None
+    if cached is not None and is_fresh(cached, deps.now()):
+        return DomainResult.from_answer(cached, Source.CACHE), None
+    # Two jobs needing the same uncached domain at once share one LLM call.
+    answer, leader = await deps.inflight.run((classifier.name, domain), lambda: _ask_llm(domain, classifier, deps))
+    if leader:
+        return DomainResult.from_answer(answer, Source.LLM), answer
+    return DomainResult.from_answer(answer, Source.CACHE), None
+
+
+async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) -> Answer:
+    try:
+        evidence = await deps.search.gather(domain)
+    except Exception as error:  # noqa: BLE001 - any search failure: carry on without evidence
+        log.warning("search failed, asking without evidence", extra={"domain": domain, "error": str(error)})
+        evidence = []
+    system, user = build_prompt(classifier, domain, evidence, deps.new_marker())
+
+    def failed(error: str, raw: str | None = None) -> Answer:
+        return Answer(
+            domain=domain,
+            classifier=classifier.name,
+            status=ResultStatus.FAILED,
+            answered_at=deps.now(),
+            source=Source.LLM,
+            evidence=tuple(evidence),
+            error=error,
+            raw_output=raw,
+            model=deps.llm.model,
+            prompt_version=classifier.prompt_version,
+        )
+
+    try:
+        async with deps.llm_slots:
+            completion = await deps.llm.complete(system, user, json_schema=answer_schema(classifier))
+    except Exception as error:  # noqa: BLE001 - failure isolation: this domain fails, the job goes on
+        return failed(f"LLM call failed: {error}")
+    verdict = parse_verdict(completion.text, classifier.answer_field)
+    if isinstance(verdict, ParseFailure):
+        return failed(f"unreadable model output: {verdict.error}", verdict.raw)
+    return Answer(
+        domain=domain,
+        classifier=classifier.name,
+        status=ResultStatus.DONE,
+        answered_at=deps.now(),
+        source=Source.LLM,
+        answer=verdict.answer,
+        confidence=verdict.confidence,
+        reason=verdict.reason,
+        evidence=tuple(evidence),
+        raw_output=completion.text,
+        model=completion.model,
+        prompt_version=classifier.prompt_version,
+    )
+
+
+def _with_parents(domains: list[str]) -> list[str]:
+    """Each domain and its parent names down to two labels: shop.brand.com belongs to brand.com."""
+    names: dict[str, None] = {}
+    for domain in domains:
+        labels = domain.split(".")
+        for start in range(len(labels) - 1):
+            names.setdefault(".".join(labels[start:]), None)
+    return list(names)
+
+
+def _known_company(domain: str, known: Mapping[str, KnownCompany]) -> KnownCompany | None:
+    labels = domain.split(".")
+    for start in range(len(labels) - 1):
+        company = known.get(".".join(labels[start:]))
+        if company is not None:
+            return company
+    return None

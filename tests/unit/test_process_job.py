@@ -1,0 +1,171 @@
+"""process_job on in-memory fakes: cheapest path first, LLM calls counted, failures isolated."""
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from firmsift.adapters.classifier_files import load_catalog
+from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.domain.errors import ProviderError
+from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.process import Classification, process_job
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
+
+
+def make(llm: ScriptedLLM | None = None, search: StaticSearch | None = None, llm_slots: int = 4):
+    store = InMemoryStore()
+    deps = Classification(
+        jobs=store, answers=store, known=store, search=search or StaticSearch(), llm=llm or ScriptedLLM(YES),
+        catalog=load_catalog(), llm_slots=asyncio.Semaphore(llm_slots), now=lambda: NOW,
+    )
+    return store, deps
+
+
+async def add_job(store: InMemoryStore, *domains: str, job_id: str = "job-1") -> None:
+    await store.create_job(Job(id=job_id, classifier="cpg", status=JobStatus.PENDING, created_at=NOW, domains=domains))
+
+
+def cached(domain: str, confidence: int, age_days: float, status: ResultStatus = ResultStatus.DONE) -> Answer:
+    return Answer(domain=domain, classifier="cpg", status=status, answered_at=NOW - timedelta(days=age_days),
+                  source=Source.LLM, answer=status is ResultStatus.DONE or None, confidence=confidence, reason="old")
+
+
+async def test_uncached_domains_cost_one_llm_call_each_and_are_cached() -> None:
+    store, deps = make()
+    await add_job(store, "a.com", "b.com")
+    job = await process_job("job-1", deps)
+    assert job is not None and job.status is JobStatus.DONE
+    assert [(r.domain, r.status, r.answer, r.confidence, r.source) for r in job.results] == [
+        ("a.com", ResultStatus.DONE, True, 5, Source.LLM),
+        ("b.com", ResultStatus.DONE, True, 5, Source.LLM),
+    ]
+    assert len(deps.llm.history) == 2
+    stored = store.answers[("a.com", "cpg")]
+    assert stored.model == "scripted-model" and stored.prompt_version == deps.catalog["cpg"].prompt_version
+    assert stored.evidence[0].url == "https://a.com/about"
+
+
+async def test_fresh_cached_answer_costs_no_llm_call() -> None:
+    store, deps = make()
+    store.answers[("a.com", "cpg")] = cached("a.com", 4, age_days=59)
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert job.results[0].source is Source.CACHE and job.results[0].reason == "old"
+    assert deps.llm.history == []
+
+
+@pytest.mark.parametrize(("confidence", "age"), [(4, 60), (3, 30), (1, 0)])
+async def test_stale_or_unsure_cache_is_asked_again(confidence: int, age: float) -> None:
+    store, deps = make()
+    store.answers[("a.com", "cpg")] = cached("a.com", confidence, age_days=age)
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert job.results[0].source is Source.LLM
+    assert len(deps.llm.history) == 1
+
+
+async def test_failed_cache_entry_is_never_reused() -> None:
+    store, deps = make()
+    store.answers[("a.com", "cpg")] = cached("a.com", 5, age_days=0, status=ResultStatus.FAILED)
+    await add_job(store, "a.com")
+    await process_job("job-1", deps)
+    assert len(deps.llm.history) == 1
+
+
+async def test_known_company_and_its_subdomains_cost_no_llm_call() -> None:
+    store, deps = make()
+    await store.upsert_known([KnownCompany("unilever.com", "Unilever")])
+    await add_job(store, "unilever.com", "shop.unilever.com")
+    job = await process_job("job-1", deps)
+    assert [(r.answer, r.confidence, r.source) for r in job.results] == [(True, 5, Source.KNOWN_COMPANY)] * 2
+    assert deps.llm.history == []
+
+
+async def test_redelivery_after_partial_run_only_asks_for_unfinished_domains() -> None:
+    store, deps = make()
+    await add_job(store, "a.com", "b.com", "c.com")
+    done = Answer(domain="a.com", classifier="cpg", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
+                  answer=True, confidence=5)
+    await store.save_result("job-1", DomainResult.from_answer(done, Source.LLM), done)
+    await store.set_job_status("job-1", JobStatus.RUNNING)  # the crashed worker got this far
+    job = await process_job("job-1", deps)
+    assert job.status is JobStatus.DONE
+    assert deps.llm.calls_about("a.com") == 0
+    assert deps.llm.calls_about("b.com") == 1 and deps.llm.calls_about("c.com") == 1
+
+
+async def test_one_failing_domain_does_not_fail_the_job() -> None:
+    llm = ScriptedLLM(YES)
+    llm.enqueue(ProviderError("HTTP 500 from provider"), "no json here", '{"is_cpg": "perhaps", "confidence": 3}')
+    store, deps = make(llm=llm, llm_slots=1)
+    await add_job(store, "a.com", "b.com", "c.com", "d.com")
+    job = await process_job("job-1", deps)
+    assert job.status is JobStatus.DONE
+    statuses = [r.status for r in job.results]
+    assert statuses.count(ResultStatus.FAILED) == 3 and statuses.count(ResultStatus.DONE) == 1
+    errors = sorted(r.error for r in job.results if r.error)
+    assert any("HTTP 500" in e for e in errors) and any("no JSON object" in e for e in errors)
+    failed = [a for a in store.answers.values() if a.status is ResultStatus.FAILED]
+    assert any(a.raw_output == "no json here" for a in failed)
+
+
+async def test_a_job_whose_every_domain_failed_is_failed() -> None:
+    store, deps = make(llm=ScriptedLLM(ProviderError("down")))
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert job.status is JobStatus.FAILED
+
+
+async def test_search_failure_still_asks_without_evidence() -> None:
+    store, deps = make(search=StaticSearch(failure=ProviderError("searxng down")))
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert job.results[0].status is ResultStatus.DONE and job.results[0].evidence == ()
+    assert "no evidence could be gathered" in deps.llm.history[0].user
+
+
+async def test_unknown_job_returns_none() -> None:
+    _store, deps = make()
+    assert await process_job("nope", deps) is None
+
+
+async def test_finished_job_is_not_processed_again() -> None:
+    store, deps = make()
+    await add_job(store, "a.com")
+    await process_job("job-1", deps)
+    await process_job("job-1", deps)
+    assert len(deps.llm.history) == 1
+
+
+async def test_llm_concurrency_is_capped_worker_wide() -> None:
+    llm = ScriptedLLM(YES, delay=0.02)
+    store, deps = make(llm=llm, llm_slots=3)
+    for n in range(4):
+        await add_job(store, *(f"d{n}-{i}.com" for i in range(10)), job_id=f"job-{n}")
+    await asyncio.gather(*(process_job(f"job-{n}", deps) for n in range(4)))
+    assert len(llm.history) == 40
+    assert llm.max_in_flight == 3
+
+
+async def test_two_jobs_needing_the_same_domain_at_once_share_one_llm_call() -> None:
+    llm = ScriptedLLM(YES, delay=0.05)
+    store, deps = make(llm=llm)
+    await add_job(store, "same.com", job_id="job-a")
+    await add_job(store, "same.com", job_id="job-b")
+    jobs = await asyncio.gather(process_job("job-a", deps), process_job("job-b", deps))
+    assert len(llm.history) == 1
+    assert sorted(j.results[0].source.value for j in jobs) == ["cache", "llm"]
+
+
+async def test_evidence_is_delimited_by_an_unpredictable_marker() -> None:
+    store, deps = make()
+    await add_job(store, "a.com", "b.com")
+    await process_job("job-1", deps)
+    users = [call.user for call in deps.llm.history]
+    markers = {line for u in users for line in u.splitlines() if line.startswith("<<<EVIDENCE ")}
+    assert len(markers) == 2  # one fresh marker per prompt

@@ -1,0 +1,281 @@
+"""One WorkQueue behaviour suite (SQS FIFO semantics), run against every queue adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firmsift.adapters.memory_queue import InMemoryQueue
+from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_migrations import upgrade
+from firmsift.adapters.sql_queue import SqlQueue
+from firmsift.domain.errors import StaleReceipt
+
+pytestmark = pytest.mark.anyio
+
+
+class FakeClock:
+    """A clock that moves only when told, so visibility and dedup windows pass instantly."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    name: str = "work.fifo"
+    visibility_timeout: float = 30.0
+    max_receives: int = 3
+    dedup_window: float = 300.0
+    poll_interval: float = 1.0  # long enough that a prompt wake-up cannot come from polling
+    clock: Callable[[], float] = time.time
+
+
+@dataclass
+class OpenedQueue:
+    queue: Any  # a WorkQueue that also offers approximate_counts()
+    dead_letters: Any  # a WorkQueue reading the dead-letter queue
+    other_handle: Any  # a second handle on the same queue, as another task or module would hold
+
+
+Backend = Callable[[QueueSettings], OpenedQueue]
+
+
+@contextmanager
+def memory_backend(tmp_path: Path) -> Iterator[Backend]:
+    def open_queue(settings: QueueSettings) -> OpenedQueue:
+        queue = InMemoryQueue(
+            settings.name, visibility_timeout=settings.visibility_timeout, max_receives=settings.max_receives,
+            dedup_window=settings.dedup_window, clock=settings.clock,
+        )
+        return OpenedQueue(queue, queue.dead_letters, queue)
+
+    yield open_queue
+
+
+@contextmanager
+def sqlite_backend(tmp_path: Path) -> Iterator[Backend]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'queue.db'}")
+    upgrade(engine)
+
+    def open_queue(settings: QueueSettings) -> OpenedQueue:
+        def handle(name: str, max_receives: int | None) -> SqlQueue:
+            return SqlQueue(
+                engine, name, visibility_timeout=settings.visibility_timeout,
+                max_receives=max_receives, poll_interval=settings.poll_interval,
+                dedup_window=settings.dedup_window, clock=settings.clock,
+            )
+
+        queue = handle(settings.name, settings.max_receives)
+        dead_letters = handle(queue.dead_letter_queue, None)
+        return OpenedQueue(queue, dead_letters, handle(settings.name, settings.max_receives))
+
+    try:
+        yield open_queue
+    finally:
+        engine.dispose()
+
+
+# Add an adapter here (PostgreSQL, SQS on moto) and every test below runs against it.
+BACKENDS: dict[str, Callable[[Path], Any]] = {"memory": memory_backend, "sqlite": sqlite_backend}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    with BACKENDS[request.param](tmp_path) as open_queue:
+        yield open_queue
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def opened(backend: Backend, clock: FakeClock) -> OpenedQueue:
+    return backend(QueueSettings(clock=clock))
+
+
+async def test_send_receive_delete(opened: OpenedQueue) -> None:
+    message_id = await opened.queue.send('{"job_id": "j1"}', group_id="j1", dedup_id="j1")
+    [message] = await opened.queue.receive()
+    assert (message.message_id, message.body, message.group_id, message.receive_count) == (
+        message_id, '{"job_id": "j1"}', "j1", 1,
+    )
+    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 1}
+    await opened.queue.delete(message.receipt)
+    assert await opened.queue.receive() == []
+    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 0}
+
+
+async def test_fifo_order_within_a_group(opened: OpenedQueue) -> None:
+    for body in ("a", "b", "c"):
+        await opened.queue.send(body, group_id="g", dedup_id=body)
+    received = []
+    for _ in range(3):
+        [message] = await opened.queue.receive(max_messages=10)
+        received.append(message.body)
+        await opened.queue.delete(message.receipt)
+    assert received == ["a", "b", "c"]
+
+
+async def test_a_group_waits_while_its_message_is_in_flight_but_others_flow(opened: OpenedQueue) -> None:
+    await opened.queue.send("g1-first", group_id="g1", dedup_id="1")
+    await opened.queue.send("g1-second", group_id="g1", dedup_id="2")
+    await opened.queue.send("g2-first", group_id="g2", dedup_id="3")
+    first_batch = await opened.queue.receive(max_messages=10)
+    assert [m.body for m in first_batch] == ["g1-first", "g2-first"]
+    assert await opened.queue.receive(max_messages=10) == []
+    await opened.queue.delete(first_batch[0].receipt)
+    assert [m.body for m in await opened.queue.receive(max_messages=10)] == ["g1-second"]
+
+
+async def test_a_message_not_deleted_in_time_comes_back_with_a_new_receipt(
+    opened: OpenedQueue, clock: FakeClock
+) -> None:
+    await opened.queue.send("job", group_id="g", dedup_id="d")
+    [first] = await opened.queue.receive()
+    clock.advance(29)
+    assert await opened.queue.receive() == []
+    clock.advance(2)
+    [again] = await opened.queue.receive()
+    assert again.message_id == first.message_id
+    assert again.receipt != first.receipt
+    assert again.receive_count == first.receive_count + 1 == 2
+
+
+async def test_a_superseded_receipt_is_rejected(opened: OpenedQueue, clock: FakeClock) -> None:
+    await opened.queue.send("job", group_id="g", dedup_id="d")
+    [first] = await opened.queue.receive()
+    clock.advance(31)
+    [current] = await opened.queue.receive()
+    with pytest.raises(StaleReceipt):
+        await opened.queue.delete(first.receipt)
+    with pytest.raises(StaleReceipt):
+        await opened.queue.change_visibility(first.receipt, 60)
+    await opened.queue.delete(current.receipt)
+    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 0}
+
+
+async def test_an_expired_receipt_is_rejected_and_the_message_stays(
+    opened: OpenedQueue, clock: FakeClock
+) -> None:
+    await opened.queue.send("job", group_id="g", dedup_id="d")
+    [message] = await opened.queue.receive()
+    clock.advance(31)
+    with pytest.raises(StaleReceipt):
+        await opened.queue.delete(message.receipt)
+    with pytest.raises(StaleReceipt):
+        await opened.queue.change_visibility(message.receipt, 60)
+    assert [m.body for m in await opened.queue.receive()] == ["job"]
+
+
+async def test_an_unknown_receipt_is_rejected(opened: OpenedQueue) -> None:
+    with pytest.raises(StaleReceipt):
+        await opened.queue.delete("no-such-receipt")
+
+
+async def test_change_visibility_extends_the_hiding_and_keeps_the_receipt_valid(
+    opened: OpenedQueue, clock: FakeClock
+) -> None:
+    await opened.queue.send("job", group_id="g", dedup_id="d")
+    [message] = await opened.queue.receive()
+    await opened.queue.change_visibility(message.receipt, 100)
+    clock.advance(99)
+    assert await opened.queue.receive() == []
+    await opened.queue.delete(message.receipt)
+    clock.advance(10)
+    assert await opened.queue.receive() == []
+
+
+async def test_change_visibility_to_zero_releases_the_message_at_once(opened: OpenedQueue) -> None:
+    await opened.queue.send("job", group_id="g", dedup_id="d")
+    [message] = await opened.queue.receive()
+    await opened.queue.change_visibility(message.receipt, 0)
+    [again] = await opened.queue.receive()
+    assert (again.message_id, again.receive_count) == (message.message_id, 2)
+
+
+async def test_a_message_received_max_receives_times_goes_to_the_dead_letter_queue(
+    opened: OpenedQueue, clock: FakeClock
+) -> None:
+    poison_id = await opened.queue.send("poison", group_id="g", dedup_id="1")
+    await opened.queue.send("next", group_id="g", dedup_id="2")
+    for attempt in (1, 2, 3):
+        [message] = await opened.queue.receive()
+        assert (message.body, message.receive_count) == ("poison", attempt)
+        clock.advance(31)
+    # The fourth receive moves the poison message away and its group flows again.
+    assert [m.body for m in await opened.queue.receive()] == ["next"]
+    [dead] = await opened.dead_letters.receive(max_messages=10)
+    assert (dead.message_id, dead.body, dead.group_id, dead.receive_count) == (poison_id, "poison", "g", 1)
+    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 1}
+
+
+async def test_a_duplicate_within_the_window_is_ignored_even_after_delete(
+    opened: OpenedQueue, clock: FakeClock
+) -> None:
+    first_id = await opened.queue.send("first", group_id="g", dedup_id="job-1")
+    assert await opened.queue.send("second", group_id="g", dedup_id="job-1") == first_id
+    [message] = await opened.queue.receive(max_messages=10)
+    assert message.body == "first"
+    await opened.queue.delete(message.receipt)
+    clock.advance(299)
+    assert await opened.queue.send("third", group_id="g", dedup_id="job-1") == first_id
+    assert await opened.queue.receive() == []
+    clock.advance(2)
+    assert await opened.queue.send("fourth", group_id="g", dedup_id="job-1") != first_id
+    assert [m.body for m in await opened.queue.receive()] == ["fourth"]
+
+
+async def test_receive_rejects_a_batch_size_sqs_would_reject(opened: OpenedQueue) -> None:
+    for size in (0, 11):
+        with pytest.raises(ValueError):
+            await opened.queue.receive(max_messages=size)
+
+
+async def test_a_long_poll_wakes_promptly_on_a_send_from_another_task(opened: OpenedQueue) -> None:
+    async def send_soon() -> None:
+        await asyncio.sleep(0.1)
+        await opened.other_handle.send("wake", group_id="g", dedup_id="d")
+
+    started = time.perf_counter()
+    sender = asyncio.create_task(send_soon())
+    messages = await opened.queue.receive(wait_seconds=5)
+    elapsed = time.perf_counter() - started
+    await sender
+    assert [m.body for m in messages] == ["wake"]
+    assert elapsed < 0.6  # the poll interval is 1 s: only the in-process wake-up is this fast
+
+
+async def test_an_empty_long_poll_waits_out_its_time_without_spinning(opened: OpenedQueue) -> None:
+    await opened.queue.send("in flight", group_id="g", dedup_id="d")
+    await opened.queue.receive()  # an in-flight message must not make the poll spin either
+    started, cpu_started = time.perf_counter(), time.process_time()
+    assert await opened.queue.receive(wait_seconds=1.0) == []
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    assert 0.95 <= elapsed < 1.5
+    assert cpu < 0.1
+
+
+async def test_a_long_poll_wakes_when_an_in_flight_message_times_out(backend: Backend) -> None:
+    opened = backend(QueueSettings(visibility_timeout=0.3, poll_interval=10.0, clock=time.time))
+    await opened.queue.send("job", group_id="g", dedup_id="d")
+    await opened.queue.receive()
+    started = time.perf_counter()
+    [again] = await opened.queue.receive(wait_seconds=5)
+    assert again.receive_count == 2
+    assert time.perf_counter() - started < 1.0

@@ -1,0 +1,102 @@
+"""The `firmsift` command: serve, api, worker, classify, companies import, replies, db upgrade."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from firmsift.domain.errors import FirmsiftError
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
+
+DESCRIPTION = """\
+firmsift classifies companies by their web domain ("is this a CPG company?").
+Settings come from FIRMSIFT_* environment variables or the TOML file named by
+FIRMSIFT_CONFIG_FILE; see the README for every setting.
+Exit codes: 0 success, 1 failure, 2 usage or configuration error."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="firmsift", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    for name, help_text in (("serve", "run the API and a worker in one process (the embedded default)"),
+                            ("api", "run only the HTTP API (scale it separately from workers)")):
+        command = commands.add_parser(name, help=help_text, description=help_text)
+        command.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+        command.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+
+    commands.add_parser("worker", help="run a queue consumer that processes jobs",
+                        description="Consume jobs from the work queue until SIGTERM or SIGINT.")
+
+    classify = commands.add_parser(
+        "classify", help="submit domains to a running API and print or save the results",
+        description="Submit domains (arguments or a CSV column) to a running firmsift API in jobs of the "
+                    "allowed size, show progress on stderr, and write the results as CSV or JSON. "
+                    "Exits 1 if any domain was rejected or could not be answered.")
+    classify.add_argument("domains", nargs="*", help="domains to classify")
+    classify.add_argument("--csv", type=Path, dest="csv_file", help="read domains from this CSV file")
+    classify.add_argument("--column", default="domain", help="CSV column holding the domains (default: domain)")
+    classify.add_argument("--api", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}", help="API base URL")
+    classify.add_argument("--classifier", default="cpg", help="classifier name (default: cpg)")
+    classify.add_argument("--batch-size", type=int, default=10, help="domains per job (the API's limit; default 10)")
+    classify.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
+    classify.add_argument("--output", "-o", type=Path, help="write results to this file instead of stdout")
+    classify.add_argument("--timeout", type=float, default=3600, help="seconds to wait for all jobs (default 3600)")
+    classify.add_argument("--poll-interval", type=float, default=1.0, help="seconds between polls (default 1)")
+
+    companies = commands.add_parser("companies", help="manage the known-companies table")
+    companies_commands = companies.add_subparsers(dest="companies_command", required=True, metavar="ACTION")
+    importer = companies_commands.add_parser(
+        "import", help="import known CPG companies from a CSV file",
+        description="Import a CSV with a 'domain' column (and an optional 'name'). Idempotent: rows "
+                    "are upserted by domain. Bad rows are reported with line numbers; good rows are kept. "
+                    "Exits 1 if any row was rejected.")
+    importer.add_argument("file", type=Path, help="CSV file")
+
+    replies = commands.add_parser(
+        "replies", help="read job results published to a reply queue (embedded backend)",
+        description="Print the replies waiting on a named reply queue, one JSON document per line.")
+    replies.add_argument("--queue", required=True, help="reply queue name (the X-Reply-Queue header value)")
+    replies.add_argument("--max", type=int, default=10, help="read at most this many replies (default 10)")
+    replies.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a first reply (default 0)")
+    replies.add_argument("--keep", action="store_true", help="leave the replies on the queue (peek)")
+
+    database = commands.add_parser("db", help="database schema")
+    database_commands = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    database_commands.add_parser("upgrade", help="apply pending schema migrations")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from firmsift.entrypoints import commands  # after parsing, so --help stays instant
+
+    try:
+        return commands.dispatch(args)
+    except ValidationError as error:
+        print(f"firmsift: invalid settings:\n{_settings_errors(error)}", file=sys.stderr)
+        return commands.EXIT_USAGE
+    except (FirmsiftError, commands.CommandError) as error:
+        print(f"firmsift: {error}", file=sys.stderr)
+        return commands.EXIT_FAILURE
+    except KeyboardInterrupt:
+        return commands.EXIT_FAILURE
+
+
+def _settings_errors(error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors():
+        field = ".".join(str(part) for part in problem["loc"]) or "settings"
+        variable = f"FIRMSIFT_{field.upper()}" if problem["loc"] else field
+        lines.append(f"  {variable}: {problem['msg']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""What each `firmsift` command does, once its arguments are parsed (see cli.py for the parser)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+
+from firmsift.adapters.sql_migrations import upgrade
+from firmsift.entrypoints.classify_client import (
+    ClassifyClient,
+    ClientError,
+    ProgressLine,
+    read_domain_column,
+    write_results,
+)
+from firmsift.entrypoints.company_import import CompanyFileError, read_company_rows
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class CommandError(RuntimeError):
+    """A command could not do its work; the message says why (exit code 1)."""
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "classify":
+        return classify(args)
+    container = start_container()
+    try:
+        if args.command in ("serve", "api"):
+            return serve(container, args.host, args.port, with_worker=args.command == "serve")
+        if args.command == "worker":
+            asyncio.run(_worker_until_signalled(container))
+            return EXIT_OK
+        if args.command == "companies":
+            return import_companies(container, args.file)
+        if args.command == "replies":
+            return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
+        if args.command == "db":
+            applied = upgrade(container.engine())
+            print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {m.version:03d} {m.name}" for m in applied))
+            return EXIT_OK
+        raise AssertionError(f"unhandled command {args.command}")
+    finally:
+        container.engine().dispose()
+
+
+def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:
+    import uvicorn
+
+    from firmsift.entrypoints.http_api import create_app
+
+    background = (lambda: running_worker(container)) if with_worker else None
+    app = create_app(container, background=background)
+    # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
+    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=30)
+    return EXIT_OK
+
+
+def install_stop_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+
+
+async def _worker_until_signalled(container: Container) -> None:
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    await run_worker(container, stop)
+
+
+def import_companies(container: Container, path: Path) -> int:
+    try:
+        rows = read_company_rows(path)
+    except CompanyFileError as error:
+        raise CommandError(str(error)) from None
+    written = asyncio.run(container.store().upsert_known(rows.companies.values()))
+    for problem in rows.problems:
+        print(problem, file=sys.stderr)
+    print(f"imported {written} compan{'y' if written == 1 else 'ies'}; {len(rows.problems)} row(s) rejected")
+    return EXIT_FAILURE if rows.problems else EXIT_OK
+
+
+async def read_replies(container: Container, queue_name: str, limit: int, wait: float, keep: bool) -> int:
+    from firmsift.adapters.sql_queue import SqlQueue
+
+    settings = container.settings()
+    queue = SqlQueue(container.engine(), queue_name, visibility_timeout=settings.visibility_timeout,
+                     max_receives=None, poll_interval=settings.poll_interval)
+    messages = await queue.read_messages(limit=limit, wait_seconds=wait, consume=not keep)
+    for message in messages:
+        print(message.body)
+    print(f"{len(messages)} repl{'y' if len(messages) == 1 else 'ies'} read from {queue_name}", file=sys.stderr)
+    return EXIT_OK
+
+
+def classify(args: argparse.Namespace) -> int:
+    domains = list(args.domains)
+    try:
+        if args.csv_file is not None:
+            domains += read_domain_column(args.csv_file, args.column)
+        if not domains:
+            raise CommandError("no domains given: pass them as arguments or with --csv FILE")
+        if args.batch_size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        with httpx.Client(base_url=args.api, timeout=30) as http:
+            client = ClassifyClient(http, classifier=args.classifier, batch_size=args.batch_size,
+                                    poll_interval=args.poll_interval, timeout=args.timeout, progress=ProgressLine())
+            run = client.run(domains)
+    except ClientError as error:
+        raise CommandError(str(error)) from None
+    rows = run.rejected + run.results
+    if args.output is None:
+        write_results(rows, sys.stdout, args.format)
+    else:
+        with args.output.open("w", newline="", encoding="utf-8") as out:
+            write_results(rows, out, args.format)
+    for rejected in run.rejected:
+        print(f"rejected {json.dumps(rejected['domain'])}: {rejected['error']}", file=sys.stderr)
+    return EXIT_OK if run.all_answered else EXIT_FAILURE

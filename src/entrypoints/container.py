@@ -1,0 +1,69 @@
+"""The composition root: settings -> adapters -> use-cases. The only module naming concrete adapters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dependency_injector import containers, providers
+from pydantic import SecretStr
+
+from firmsift.adapters.brave_search import BraveSearch
+
+from firmsift.adapters.classifier_files import load_catalog
+from firmsift.adapters.homepage_search import HomepageSearch
+from firmsift.adapters.searxng_search import SearxngSearch
+from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.tavily_search import TavilySearch
+from firmsift.entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from firmsift.ports.providers import LLM, Search
+
+
+def make_llm(settings: Settings) -> LLM:
+    # Imported here, not at the top: litellm costs seconds and ~120 MB, and the API never needs it.
+    from firmsift.adapters.litellm_llm import LiteLLM
+
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
+                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
+
+
+def make_search(settings: Settings) -> Search:
+    """The configured search provider; Settings has already checked its URL or key is set."""
+
+    def secret(value: SecretStr | None) -> str:
+        return value.get_secret_value() if value else ""
+
+    common = {"timeout": settings.search_timeout, "max_results": settings.search_max_results}
+    if settings.search_provider == "searxng":
+        return SearxngSearch(settings.searxng_url or "", **common)
+    if settings.search_provider == "tavily":
+        return TavilySearch(secret(settings.tavily_api_key), base_url=settings.tavily_base_url, **common)
+    if settings.search_provider == "brave":
+        return BraveSearch(secret(settings.brave_api_key), base_url=settings.brave_base_url, **common)
+    return HomepageSearch(timeout=settings.search_timeout,
+                          allow_private_addresses=settings.homepage_allow_private_addresses)
+
+
+class Container(containers.DeclarativeContainer):
+    settings = providers.Dependency(instance_of=Settings)
+
+    engine = providers.Singleton(
+        make_engine, settings.provided.database_url,
+        pool_size=settings.provided.db_pool_size, max_overflow=settings.provided.db_max_overflow,
+    )
+    store = providers.Singleton(SqlStore, engine)
+    work_queue = providers.Singleton(
+        SqlQueue, engine, settings.provided.queue_name,
+        visibility_timeout=settings.provided.visibility_timeout,
+        max_receives=settings.provided.max_receives,
+        dead_letter_queue=settings.provided.dead_letter_queue,
+        poll_interval=settings.provided.poll_interval,
+    )
+    replies = providers.Singleton(SqlReplyPublisher, engine)
+    catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
+    llm = providers.Singleton(make_llm, settings)
+    search = providers.Singleton(make_search, settings)

@@ -1,0 +1,89 @@
+"""One place mapping domain errors to HTTP statuses and the JSON error body of the contract."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from firmsift.domain.errors import (
+    FirmsiftError,
+    InvalidRequest,
+    JobNotFound,
+    QueueUnavailable,
+    Rejection,
+    TooManyDomains,
+    UnknownClassifier,
+)
+
+log = logging.getLogger(__name__)
+MAX_ECHOED_VALUE = 200  # an offending value is echoed back, but never a megabyte of it
+
+_STATUS: list[tuple[type[FirmsiftError], int]] = [
+    (TooManyDomains, 413),
+    (InvalidRequest, 422),
+    (UnknownClassifier, 422),
+    (JobNotFound, 404),
+    (QueueUnavailable, 503),
+]
+
+
+class BodyRejected(FirmsiftError):
+    """The request body itself is unusable: wrong type, too large, not JSON."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or []}}
+
+
+def _echo(value: object) -> object:
+    if isinstance(value, str) and len(value) > MAX_ECHOED_VALUE:
+        return value[:MAX_ECHOED_VALUE] + "…"
+    if isinstance(value, (dict, list)):
+        text = repr(value)
+        return text if len(text) <= MAX_ECHOED_VALUE else text[:MAX_ECHOED_VALUE] + "…"
+    return value
+
+
+def _details(rejections: tuple[Rejection, ...]) -> list[dict[str, Any]]:
+    return [{"value": _echo(r.value), "reason": r.reason} for r in rejections]
+
+
+async def firmsift_error(_request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, BodyRejected):
+        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+    assert isinstance(exc, FirmsiftError)
+    status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 400)
+    if isinstance(exc, InvalidRequest):
+        return JSONResponse(error_body(exc.code, exc.message, _details(exc.rejections)), status_code=status)
+    if isinstance(exc, UnknownClassifier):
+        details = [{"value": _echo(exc.name), "reason": f"known classifiers: {', '.join(exc.known)}"}]
+        return JSONResponse(error_body(exc.code, str(exc), details), status_code=status)
+    if isinstance(exc, QueueUnavailable):
+        log.error("job not accepted: queue unavailable: %s", exc)
+        return JSONResponse(error_body(exc.code, "the job could not be durably queued; try again later"),
+                            status_code=status, headers={"Retry-After": "5"})
+    return JSONResponse(error_body(exc.code, str(exc)), status_code=status)
+
+
+async def http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+
+async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error handling request", exc_info=exc)
+    return JSONResponse(error_body("internal_error", "internal error; see the service log"), status_code=500)
+
+
+EXCEPTION_HANDLERS = {FirmsiftError: firmsift_error, HTTPException: http_error, Exception: unexpected_error}

@@ -1,0 +1,86 @@
+"""Settings from FIRMSIFT_* environment variables, or a TOML file named by FIRMSIFT_CONFIG_FILE."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+CONFIG_FILE_VARIABLE = "FIRMSIFT_CONFIG_FILE"
+
+
+class Settings(BaseSettings):
+    """Every setting, documented in the README. Environment variables win over the config file."""
+
+    model_config = SettingsConfigDict(env_prefix="FIRMSIFT_", extra="forbid", validate_default=True)
+
+    database_url: str = Field("sqlite:///firmsift-data/firmsift.db", description="SQLAlchemy URL")
+    queue_backend: Literal["db"] = Field("db", description="work queue backend: db (in the database)")
+    queue_name: str = Field("firmsift-jobs", pattern=r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$")
+    dead_letter_queue_name: str | None = Field(None, description="default: <queue_name>-dlq")
+    visibility_timeout: float = Field(120.0, gt=0, le=43200)
+    wait_time: float = Field(5.0, ge=0, le=20)
+    max_receives: int = Field(5, ge=1, le=1000)
+    poll_interval: float = Field(0.5, gt=0, le=10)
+    max_job_seconds: float = Field(900.0, gt=0, description="cap on how long a job may keep extending its lease")
+
+    llm_model: str = "gpt-5.4-mini"
+    llm_api_base: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout: float = Field(60.0, gt=0)
+    llm_max_tokens: int = Field(400, ge=16)
+    llm_concurrency: int = Field(8, ge=1, le=1024)
+
+    search_provider: Literal["homepage", "searxng", "tavily", "brave"] = "homepage"
+    searxng_url: str | None = None
+    tavily_api_key: SecretStr | None = None
+    tavily_base_url: str = "https://api.tavily.com"
+    brave_api_key: SecretStr | None = None
+    brave_base_url: str = "https://api.search.brave.com"
+    search_timeout: float = Field(10.0, gt=0)
+    search_max_results: int = Field(5, ge=1, le=20)
+    homepage_allow_private_addresses: bool = False
+
+    max_domains_per_job: int = Field(10, ge=1, le=1000)
+    max_body_bytes: int = Field(65536, ge=1024)
+    worker_jobs: int = Field(4, ge=1, le=256, description="jobs one worker processes at once")
+    domain_concurrency: int = Field(10, ge=1, le=256, description="domains of one job processed at once")
+    classifiers_dir: Path | None = None
+    db_pool_size: int = Field(5, ge=1)
+    db_max_overflow: int = Field(10, ge=0)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _provider_is_configured(self) -> Settings:
+        needs = {"searxng": ("searxng_url", self.searxng_url), "tavily": ("tavily_api_key", self.tavily_api_key),
+                 "brave": ("brave_api_key", self.brave_api_key)}
+        if self.search_provider in needs:
+            name, value = needs[self.search_provider]
+            if not value:
+                raise ValueError(f"search_provider={self.search_provider} needs FIRMSIFT_{name.upper()} to be set")
+        return self
+
+    @property
+    def dead_letter_queue(self) -> str:
+        return self.dead_letter_queue_name or f"{self.queue_name}-dlq"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get(CONFIG_FILE_VARIABLE)
+        if config_file:
+            path = Path(config_file)
+            if not path.is_file():
+                raise ValueError(f"{CONFIG_FILE_VARIABLE}={config_file}: no such file")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)

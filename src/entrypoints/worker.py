@@ -1,0 +1,159 @@
+"""The queue consumer: receives {job_id} messages, processes jobs, replies, then acknowledges."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from firmsift.domain.errors import QueueUnavailable, StaleReceipt
+from firmsift.domain.job_document import job_document
+from firmsift.domain.model import Job
+from firmsift.domain.process import Classification, process_job
+from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
+
+log = logging.getLogger(__name__)
+ERROR_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
+MAX_RECEIVE_BATCH = 10  # SQS's limit per receive, kept by every queue adapter
+
+
+@dataclass
+class WorkerConfig:
+    wait_time: float
+    visibility_timeout: float
+    max_job_seconds: float
+    max_jobs: int
+    shutdown_grace: float = 30.0
+
+
+class Worker:
+    """Runs jobs concurrently (at most max_jobs), deleting a message only after its job succeeded."""
+
+    def __init__(self, queue: WorkQueue, replies: ReplyPublisher, classification: Classification,
+                 config: WorkerConfig) -> None:
+        self.queue = queue
+        self.replies = replies
+        self.classification = classification
+        self.config = config
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Receive and handle messages until `stop` is set, then let jobs in hand finish
+        (up to shutdown_grace seconds; unfinished ones stay undeleted and come back)."""
+        errors = 0
+        while not stop.is_set():
+            free = min(self.config.max_jobs - len(self._tasks), MAX_RECEIVE_BATCH)
+            if free <= 0:
+                await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            try:
+                # Not raced against `stop`: a receive cancelled mid-claim would strand its
+                # messages until their visibility timeout. It returns within wait_time anyway.
+                messages = await self.queue.receive(max_messages=free, wait_seconds=self.config.wait_time)
+                errors = 0
+            except Exception:  # noqa: BLE001 - a queue or database outage must not kill the worker
+                delay = ERROR_BACKOFF_SECONDS[min(errors, len(ERROR_BACKOFF_SECONDS) - 1)]
+                errors += 1
+                log.exception("receive failed; retrying in %.1fs", delay)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                continue
+            self._spawn(messages)
+        if self._tasks:
+            _done, unfinished = await asyncio.wait(self._tasks, timeout=self.config.shutdown_grace)
+            for task in unfinished:
+                task.cancel()
+            if unfinished:
+                log.warning("%d job(s) unfinished at shutdown; their messages will be redelivered", len(unfinished))
+                await asyncio.wait(unfinished)
+
+    def _spawn(self, messages: list[QueueMessage]) -> None:
+        for message in messages:
+            task = asyncio.create_task(self._handle_safely(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _handle_safely(self, message: QueueMessage) -> None:
+        try:
+            await self.handle(message)
+        except Exception:  # noqa: BLE001 - leave the message undeleted: it comes back after the timeout
+            log.exception("job failed; message left for redelivery",
+                          extra={"message_id": message.message_id, "receive_count": message.receive_count})
+
+    async def handle(self, message: QueueMessage) -> None:
+        job_id = _job_id(message.body)
+        if job_id is None:
+            log.warning("malformed message deleted", extra={"message_id": message.message_id})
+            await self._delete(message)
+            return
+        async with self._heartbeat(message):
+            job = await process_job(job_id, self.classification)
+            if job is None:
+                log.warning("message for unknown job deleted", extra={"job_id": job_id})
+            else:
+                await self._reply(job)
+                log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
+                                                "receive_count": message.receive_count})
+        await self._delete(message)
+
+    async def _reply(self, job: Job) -> None:
+        if job.reply_queue is None or job.reply_sent:
+            return
+        try:
+            await self.replies.publish(job.reply_queue, json.dumps(job_document(job)), group_id=job.id, dedup_id=job.id)
+        except QueueUnavailable as error:
+            log.error("reply could not be published", extra={"job_id": job.id, "error": str(error)})
+            await self.classification.jobs.record_reply(job.id, sent=False, error=str(error))
+            return
+        await self.classification.jobs.record_reply(job.id, sent=True, error=None)
+
+    async def _delete(self, message: QueueMessage) -> None:
+        try:
+            await self.queue.delete(message.receipt)
+        except StaleReceipt:
+            # The lease ran out and the message may be with another worker; its results are
+            # already stored, so the redelivery finishes at once from the cache.
+            log.warning("receipt expired before delete; message will be redelivered",
+                        extra={"message_id": message.message_id})
+
+    @contextlib.asynccontextmanager
+    async def _heartbeat(self, message: QueueMessage) -> AsyncIterator[None]:
+        """Keep the message hidden while its job runs, up to max_job_seconds in all."""
+        timeout = self.config.visibility_timeout
+        deadline = time.monotonic() + self.config.max_job_seconds
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(timeout / 3)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.warning("job exceeded max_job_seconds; its lease is no longer extended",
+                                extra={"message_id": message.message_id})
+                    return
+                try:
+                    await self.queue.change_visibility(message.receipt, min(timeout, remaining))
+                except StaleReceipt:
+                    return
+                except Exception:  # noqa: BLE001 - a missed beat is retried on the next one
+                    log.exception("visibility extension failed")
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _job_id(body: str) -> str | None:
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    job_id = document.get("job_id") if isinstance(document, dict) else None
+    return job_id if isinstance(job_id, str) and job_id else None

@@ -1,0 +1,173 @@
+"""The HTTP API on the real app, a real SQLite file and the real database queue."""
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.settings import Settings
+
+
+@pytest.fixture
+def container(tmp_path: Path):
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", max_body_bytes=2048))
+    yield container
+    container.engine().dispose()
+
+
+@pytest.fixture
+def client(container) -> Iterator[TestClient]:
+    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+        yield client
+
+
+def post(client: TestClient, body: object, **headers: str):
+    return client.post("/domains/classify", content=json.dumps(body),
+                       headers={"content-type": "application/json", **headers})
+
+
+def error_of(response) -> dict:
+    body = response.json()
+    assert set(body) == {"error"} and {"code", "message", "details"} <= set(body["error"])
+    return body["error"]
+
+
+def test_accepts_a_job_writes_it_pending_and_queues_its_id(client: TestClient, container) -> None:
+    response = post(client, {"classifier": "cpg", "domains": ["https://www.Example.com/x", "example.com", "b.org"]})
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "PENDING" and body["classifier"] == "cpg"
+    assert body["domains"] == ["example.com", "b.org"]
+    assert response.headers["location"] == f"/domains/classify/{body['job_id']}"
+    polled = client.get(f"/domains/classify/{body['job_id']}").json()
+    assert polled["status"] == "PENDING"
+    assert [(r["domain"], r["status"]) for r in polled["results"]] == [("example.com", "PENDING"), ("b.org", "PENDING")]
+    import anyio
+
+    messages = anyio.run(lambda: container.work_queue().receive(max_messages=5))
+    assert [json.loads(m.body) for m in messages] == [{"job_id": body["job_id"]}]
+
+
+def test_every_invalid_domain_is_named_with_its_reason(client: TestClient) -> None:
+    response = post(client, {"domains": ["ok.com", "localhost", "10.0.0.1", 5, "a..b.com"]})
+    assert response.status_code == 422
+    error = error_of(response)
+    assert error["code"] == "invalid_domains"
+    assert [d["value"] for d in error["details"]] == ["localhost", "10.0.0.1", 5, "a..b.com"]
+    assert all(d["reason"] for d in error["details"])
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"domains": []}, 422, "invalid_request"),
+        ({"domains": "example.com"}, 422, "invalid_request"),
+        ({"domains": None}, 422, "invalid_request"),
+        ({}, 422, "invalid_request"),
+        ([], 422, "invalid_request"),
+        ("example.com", 422, "invalid_request"),
+        ({"domains": ["a.com"], "domain": "x"}, 422, "invalid_request"),
+        ({"classifier": "nope", "domains": ["a.com"]}, 422, "unknown_classifier"),
+        ({"classifier": 7, "domains": ["a.com"]}, 422, "unknown_classifier"),
+        ({"domains": [f"d{i}.com" for i in range(11)]}, 413, "too_many_domains"),
+    ],
+)
+def test_bad_requests_get_a_clear_json_error(client: TestClient, body: object, status: int, code: str) -> None:
+    response = post(client, body)
+    assert response.status_code == status
+    error = error_of(response)
+    assert error["code"] == code and error["message"]
+
+
+def test_duplicates_count_once_against_the_cap(client: TestClient) -> None:
+    domains = [f"d{i}.com" for i in range(10)] + [f"https://www.d{i}.com/" for i in range(10)]
+    assert post(client, {"domains": domains}).status_code == 202
+
+
+def test_too_many_domains_lists_the_ones_over_the_limit(client: TestClient) -> None:
+    error = error_of(post(client, {"domains": [f"d{i}.com" for i in range(12)]}))
+    assert [d["value"] for d in error["details"]] == ["d10.com", "d11.com"]
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "status", "code"),
+    [
+        (b'{"domains": ["a.com"]', "application/json", 400, "malformed_json"),
+        (b"", "application/json", 400, "malformed_json"),
+        (b'{"domains": [NaN]}', "application/json", 400, "malformed_json"),
+        (b"\xff\xfe", "application/json", 400, "malformed_json"),
+        (b"[" * 5000 + b"]" * 5000, "application/json", 413, "body_too_large"),
+        (b'{"domains": ["a.com"]}', "text/plain", 415, "unsupported_media_type"),
+        (b'{"domains": ["a.com"]}', "", 415, "unsupported_media_type"),
+        (b'{"domains": ["' + b"a" * 3000 + b'.com"]}', "application/json", 413, "body_too_large"),
+    ],
+)
+def test_unusable_bodies(client: TestClient, content: bytes, content_type: str, status: int, code: str) -> None:
+    response = client.post("/domains/classify", content=content, headers={"content-type": content_type})
+    assert response.status_code == status
+    assert error_of(response)["code"] == code
+
+
+def test_deeply_nested_json_is_malformed_not_a_crash(tmp_path: Path) -> None:
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'n.db'}", max_body_bytes=1_000_000))
+    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+        response = client.post("/domains/classify", content=b"[" * 200_000 + b"]" * 200_000,
+                               headers={"content-type": "application/json"})
+    assert response.status_code in (400, 422)
+    container.engine().dispose()
+
+
+def test_json_charset_parameter_is_accepted(client: TestClient) -> None:
+    response = client.post("/domains/classify", content=b'{"domains": ["a.com"]}',
+                           headers={"content-type": "application/json; charset=utf-8"})
+    assert response.status_code == 202
+
+
+def test_reply_queue_header_is_checked_and_stored(client: TestClient, container) -> None:
+    assert post(client, {"domains": ["a.com"]}, **{"x-reply-queue": "bad name!"}).status_code == 422
+    ok = post(client, {"domains": ["a.com"]}, **{"x-reply-queue": "team-replies"})
+    assert ok.status_code == 202
+    import anyio
+
+    job = anyio.run(container.store().get_job, ok.json()["job_id"])
+    assert job.reply_queue == "team-replies"
+
+
+@pytest.mark.parametrize("job_id", [str(uuid.uuid4()), "not-a-uuid", "1" * 500, "%00", "../../etc/passwd"])
+def test_unknown_or_malformed_job_ids_are_404(client: TestClient, job_id: str) -> None:
+    response = client.get(f"/domains/classify/{job_id}")
+    assert response.status_code == 404
+    assert error_of(response)["code"] in ("job_not_found", "not_found")
+
+
+def test_unknown_routes_and_methods_are_json_errors(client: TestClient) -> None:
+    assert error_of(client.get("/nope"))["code"] == "not_found"
+    response = client.get("/domains/classify")
+    assert response.status_code == 405 and error_of(response)["code"] == "method_not_allowed"
+
+
+def test_queue_failure_is_503_and_leaves_no_pending_job(container) -> None:
+    from firmsift.adapters.memory_queue import InMemoryQueue
+
+    broken = InMemoryQueue("jobs", visibility_timeout=30, max_receives=5)
+    from firmsift.domain.errors import QueueUnavailable
+
+    broken.fail_next_send(QueueUnavailable("disk full"))
+    with container.work_queue.override(broken), TestClient(create_app(container)) as client:
+        response = post(client, {"domains": ["a.com"]})
+    assert response.status_code == 503
+    assert error_of(response)["code"] == "queue_unavailable"
+    from sqlalchemy import text
+
+    with container.engine().connect() as conn:
+        statuses = [row[0] for row in conn.execute(text("SELECT status FROM jobs"))]
+    assert statuses == ["FAILED"]
+
+
+def test_health(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}

@@ -1,0 +1,246 @@
+"""A real loopback HTTP server speaking SearXNG, Tavily and Brave JSON and serving scripted pages.
+
+In tests:
+
+    with FakeSearchServer() as server:
+        server.script("acme.com", [{"url": ..., "title": ..., "content": ...}])
+        SearxngSearch(server.base_url) ...
+        server.requests[-1].headers["x-subscription-token"]
+
+As a process (for end-to-end tests): `python -m tests.support.fake_search_server --port 0`
+prints the port it listens on, alone on one line, then serves until terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """One request as the server saw it; header names are lower-cased."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A canned HTTP answer: a page, a redirect, or an error that overrides the search APIs."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "text/html; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+    endless: bool = False  # stream body forever (until the client hangs up)
+
+
+def default_results(query: str) -> list[dict[str, str]]:
+    """Deterministic results for an unscripted query, about the domain it names."""
+    quoted = re.search(r'"([^"]+)"', query)
+    dotted = re.search(r"[\w-]+(?:\.[\w-]+)+", query)
+    domain = quoted.group(1) if quoted else dotted.group(0) if dotted else query.strip()
+    return [
+        {
+            "url": f"https://{domain}/about",
+            "title": f"{domain} — about",
+            "content": f"About {domain}: who runs {domain} and what {domain} makes and sells.",
+        }
+    ]
+
+
+class FakeSearchServer:
+    """Loopback server on a free port; results are scripted per query and requests recorded."""
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.requests: list[ReceivedRequest] = []
+        self.override: Reply | None = None  # when set, every search API answers with it
+        self._scripted: dict[str, list[dict[str, str]]] = {}
+        self._pages: dict[tuple[str, str], Reply] = {}
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def script(self, query_part: str, results: list[dict[str, str]]) -> None:
+        """Answer any query containing `query_part` with `results` (dicts of url/title/content)."""
+        self._scripted[query_part] = results
+
+    def results_for(self, query: str) -> list[dict[str, str]]:
+        for part, results in self._scripted.items():
+            if part in query:
+                return results
+        return default_results(query)
+
+    def add_page(self, host: str, path: str, reply: Reply) -> None:
+        """Serve `reply` for GET `path` when the Host header names `host` (port ignored)."""
+        self._pages[(host.lower(), path)] = reply
+
+    def add_html(self, host: str, path: str, html: str) -> None:
+        self.add_page(host, path, Reply(body=html.encode("utf-8")))
+
+    def add_redirect(self, host: str, path: str, location: str, status: int = 302) -> None:
+        self.add_page(host, path, Reply(status=status, headers={"Location": location}))
+
+    def page(self, host: str, path: str) -> Reply | None:
+        return self._pages.get((host.lower(), path))
+
+    def record(self, request: ReceivedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def pause(self) -> None:
+        """Wait `delay` seconds, cut short when the server stops."""
+        if self.delay:
+            self._stopping.wait(self.delay)
+
+    def start(self) -> FakeSearchServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted (the standalone process)."""
+        try:
+            self._httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._httpd.server_close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeSearchServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            pass  # keep test output and the e2e process quiet
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def _serve(self, method: str) -> None:
+            parts = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            request = ReceivedRequest(
+                method=method,
+                path=parts.path,
+                query={key: values[0] for key, values in parse_qs(parts.query).items()},
+                headers={name.lower(): value for name, value in self.headers.items()},
+                body=self.rfile.read(length) if length else b"",
+            )
+            server.record(request)
+            server.pause()
+            try:
+                self._send(self._answer(request))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout, size limit): expected in tests
+
+        def _answer(self, request: ReceivedRequest) -> Reply:
+            api = self._search_api(request)
+            if api is not None and server.override is not None:
+                return server.override
+            if api == "searxng":
+                query = request.query.get("q", "")
+                return _json({"query": query, "results": server.results_for(query)})
+            if api == "tavily":
+                query = request.json().get("query", "")
+                limit = int(request.json().get("max_results", 5))
+                return _json({"query": query, "results": server.results_for(query)[:limit]})
+            if api == "brave":
+                query = request.query.get("q", "")
+                limit = int(request.query.get("count", 20))
+                results = [
+                    {"url": r["url"], "title": r["title"], "description": r["content"]}
+                    for r in server.results_for(query)[:limit]
+                ]
+                return _json({"type": "search", "web": {"type": "search", "results": results}})
+            host = request.headers.get("host", "").rsplit(":", 1)[0]
+            page = server.page(host, request.path)
+            return page or Reply(status=404, body=b"<h1>not found</h1>")
+
+        @staticmethod
+        def _search_api(request: ReceivedRequest) -> str | None:
+            if request.path == "/search" and request.method == "POST":
+                return "tavily"
+            if request.path == "/search" and request.query.get("format") == "json":
+                return "searxng"
+            if request.path == "/res/v1/web/search":
+                return "brave"
+            return None
+
+        def _send(self, reply: Reply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            if not reply.endless:
+                self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            while reply.endless and not server.stopping:
+                self.wfile.write(b"<p>" + b"more " * 2000 + b"</p>\n")
+
+    return Handler
+
+
+def _json(payload: object) -> Reply:
+    return Reply(body=json.dumps(payload).encode(), content_type="application/json")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait per request")
+    args = parser.parse_args(argv)
+    server = FakeSearchServer(host=args.host, port=args.port, delay=args.delay)
+    print(server.port, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
 
 log = logging.getLogger(__name__)
 ERROR_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
+IDLE_PAUSE_SECONDS = 0.5
 MAX_RECEIVE_BATCH = 10  # SQS's limit per receive, kept by every queue adapter
 
 
@@ -59,10 +60,12 @@ class Worker:
                 delay = ERROR_BACKOFF_SECONDS[min(errors, len(ERROR_BACKOFF_SECONDS) - 1)]
                 errors += 1
                 log.exception("receive failed; retrying in %.1fs", delay)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
+                await _wait_or_stop(stop, delay)
                 continue
             self._spawn(messages)
+            if not messages and self.config.wait_time < IDLE_PAUSE_SECONDS:
+                # Short polling (wait_time 0) would otherwise spin the CPU on an empty queue.
+                await _wait_or_stop(stop, IDLE_PAUSE_SECONDS)
         if self._tasks:
             _done, unfinished = await asyncio.wait(self._tasks, timeout=self.config.shutdown_grace)
             for task in unfinished:
@@ -148,6 +151,11 @@ class Worker:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def _wait_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
 
 
 def _job_id(body: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
@@ -16,10 +17,14 @@ from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.adapters.tavily_search import TavilySearch
+from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
     from firmsift.ports.providers import LLM, Search
+
+
+LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
 
 
 def make_llm(settings: Settings) -> LLM:
@@ -27,6 +32,10 @@ def make_llm(settings: Settings) -> LLM:
     from firmsift.adapters.litellm_llm import LiteLLM
 
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    if key is None and settings.llm_api_base and settings.llm_model.startswith("openai/"):
+        # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs no key, but the
+        # OpenAI client refuses to send a request without one.
+        key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
     return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
                    timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
 
@@ -63,6 +72,7 @@ class Container(containers.DeclarativeContainer):
         dead_letter_queue=settings.provided.dead_letter_queue,
         poll_interval=settings.provided.poll_interval,
     )
+    intake = providers.Singleton(RecordThenPublish, store, work_queue)
     replies = providers.Singleton(SqlReplyPublisher, engine)
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings)

@@ -19,7 +19,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
+        # Only plain values: libraries (litellm) tag records with sentinel objects of their own.
+        entry.update({k: v for k, v in vars(record).items()
+                      if k not in _STANDARD and isinstance(v, (str, int, float, bool, type(None)))})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)

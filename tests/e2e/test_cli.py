@@ -130,7 +130,9 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
         assert as_json.returncode == 0, as_json.stderr
         [answer] = json.loads(as_json.stdout)
         assert answer["source"] == "cache" and answer["answer"] is True
-        assert serve.stop() == 0
+        # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so -15 is a clean exit here.
+        assert serve.stop() in (0, -15)
+        assert "Application shutdown complete" in serve.log()
     finally:
         processes.stop_all()
 

@@ -1,0 +1,355 @@
+"""The litellm adapter against the scripted OpenAI-compatible server, over loopback only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import litellm
+import pytest
+
+from firmsift.adapters.litellm_llm import LiteLLM, OutputMode, refuses_output_format
+from firmsift.domain.errors import ProviderError
+from tests.support.fake_llm_server import FakeLLMServer
+
+API_KEY = "sk-test-secret"
+ROOT = Path(__file__).resolve().parents[2]
+CPG_SCHEMA: dict[str, Any] = {
+    "title": "cpg answer",
+    "type": "object",
+    "properties": {
+        "is_cpg": {"type": "boolean"},
+        "confidence": {"type": "integer"},
+        "reasoning": {"type": "string"},
+    },
+    "required": ["is_cpg", "confidence", "reasoning"],
+    "additionalProperties": False,
+}
+ANSWER = '{"is_cpg": true, "confidence": 5, "reasoning": "sells snacks"}'
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    fake = FakeLLMServer()
+    with fake:
+        yield fake
+
+
+def llm(base_url: str, **options: Any) -> LiteLLM:
+    options.setdefault("timeout", 10.0)
+    return LiteLLM("openai/fake-model", api_base=base_url, api_key=API_KEY, **options)
+
+
+async def ask(adapter: LiteLLM) -> Any:
+    return await adapter.complete("You classify companies.", "Domain: acme.com", json_schema=CPG_SCHEMA)
+
+
+def assert_no_secret(error: BaseException) -> None:
+    assert API_KEY not in str(error)
+    assert API_KEY not in "".join(traceback.format_exception(error))
+
+
+@pytest.mark.anyio
+async def test_returns_the_answer_and_asks_for_json_schema_first(server: FakeLLMServer) -> None:
+    server.enqueue(ANSWER)
+    completion = await ask(llm(server.base_url, max_tokens=300))
+
+    assert completion.text == ANSWER
+    assert completion.model == "fake-model"
+    assert completion.finish_reason == "stop"
+    [sent] = server.requests
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+    assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
+    assert sent.body["max_tokens"] == 300
+    assert "temperature" not in sent.body
+    assert sent.response_format == {
+        "type": "json_schema",
+        "json_schema": {"name": "cpg_answer", "schema": CPG_SCHEMA, "strict": True},
+    }
+
+
+@pytest.mark.anyio
+async def test_sends_temperature_only_when_configured(server: FakeLLMServer) -> None:
+    await ask(llm(server.base_url, temperature=0.0))
+    assert server.requests[0].body["temperature"] == 0.0
+
+
+@pytest.mark.anyio
+async def test_an_api_base_without_v1_reaches_the_bare_path(server: FakeLLMServer) -> None:
+    await ask(llm(server.base_url.removesuffix("/v1")))
+    assert server.requests[0].path == "/chat/completions"
+
+
+@pytest.mark.anyio
+async def test_concurrent_calls_are_served_side_by_side(server: FakeLLMServer) -> None:
+    adapter = llm(server.base_url)
+    for _ in range(5):
+        server.enqueue(ANSWER, delay=0.5)
+    started = time.monotonic()
+
+    async with anyio.create_task_group() as calls:
+        for _ in range(5):
+            calls.start_soon(ask, adapter)
+    assert time.monotonic() - started < 2.0, "five 0.5 s answers took as long as in series"
+    assert len(server.requests) == 5
+
+
+@pytest.mark.anyio
+async def test_falls_back_to_llama_cpp_schema_mode_and_remembers_it() -> None:
+    fake = FakeLLMServer(reject_json_schema=True)
+    with fake as base_url:
+        adapter = llm(base_url)
+        fake.enqueue(ANSWER)
+        first = await ask(adapter)
+        fake.enqueue(ANSWER)
+        second = await ask(adapter)
+
+    assert first.text == second.text == ANSWER
+    assert [r.response_format_type for r in fake.requests] == ["json_schema", "json_object", "json_object"]
+    assert fake.requests[1].response_format == {"type": "json_object", "schema": CPG_SCHEMA}
+    assert fake.requests[2].response_format == {"type": "json_object", "schema": CPG_SCHEMA}
+    assert adapter.mode is OutputMode.JSON_OBJECT_WITH_SCHEMA
+
+
+@pytest.mark.anyio
+async def test_falls_back_to_no_response_format_when_every_one_is_refused() -> None:
+    fake = FakeLLMServer(reject_response_format=True)
+    with fake as base_url:
+        adapter = llm(base_url)
+        fake.enqueue(ANSWER)
+        first = await ask(adapter)
+        fake.enqueue(ANSWER)
+        await ask(adapter)
+
+    assert first.text == ANSWER
+    assert [r.response_format for r in fake.requests] == [
+        {"type": "json_schema", "json_schema": {"name": "cpg_answer", "schema": CPG_SCHEMA, "strict": True}},
+        {"type": "json_object", "schema": CPG_SCHEMA},
+        {"type": "json_object"},
+        None,
+        None,
+    ]
+    assert "response_format" not in fake.requests[-1].body
+    assert adapter.mode is OutputMode.NONE
+
+
+@pytest.mark.anyio
+async def test_an_unrelated_bad_request_fails_without_downgrading_the_mode(server: FakeLLMServer) -> None:
+    server.enqueue("This model's maximum context length is 10 tokens", status=400)
+    adapter = llm(server.base_url)
+
+    with pytest.raises(ProviderError, match="too long"):
+        await ask(adapter)
+    assert len(server.requests) == 1
+    assert adapter.mode is OutputMode.JSON_SCHEMA
+
+
+@pytest.mark.anyio
+async def test_a_cut_off_answer_is_an_error(server: FakeLLMServer) -> None:
+    server.enqueue('{"is_cpg": tr', finish_reason="length")
+    with pytest.raises(ProviderError, match="cut off"):
+        await ask(llm(server.base_url))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (500, "provider failed"),
+        (503, "provider failed"),
+        (401, "refused the credentials"),
+        (403, "refused the credentials"),
+        (429, "rate limited"),
+    ],
+)
+async def test_http_errors_become_provider_errors_without_the_key(
+    server: FakeLLMServer, status: int, expected: str
+) -> None:
+    # Providers do quote the key back (OpenAI: "Incorrect API key provided: sk-...").
+    server.enqueue(f"Incorrect API key provided: {API_KEY}", status=status)
+
+    with pytest.raises(ProviderError, match=expected) as caught:
+        await ask(llm(server.base_url))
+    assert f"HTTP {status}" in str(caught.value)
+    assert_no_secret(caught.value)
+    assert len(server.requests) == 1, "the adapter must not retry on its own"
+
+
+@pytest.mark.anyio
+async def test_a_slow_provider_times_out_within_bounds(server: FakeLLMServer) -> None:
+    server.enqueue(ANSWER, delay=10)
+    started = time.monotonic()
+
+    with pytest.raises(ProviderError, match="timed out|timeout") as caught:
+        await ask(llm(server.base_url, timeout=0.5))
+    assert time.monotonic() - started < 4
+    assert_no_secret(caught.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_provider_is_an_error() -> None:
+    fake = FakeLLMServer()  # bound, then closed: nothing listens on its port any more
+    base_url = fake.base_url
+    fake.stop()
+
+    with pytest.raises(ProviderError, match="could not reach") as caught:
+        await ask(llm(base_url))
+    assert_no_secret(caught.value)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"content": None, "refusal": "I can't help with that."},
+        {"content": "", "finish_reason": "content_filter"},
+    ],
+    ids=["refusal-field", "content-filter"],
+)
+async def test_refusals_are_errors(server: FakeLLMServer, reply: dict[str, Any]) -> None:
+    server.enqueue(**reply)
+    with pytest.raises(ProviderError, match="refused|content filter"):
+        await ask(llm(server.base_url))
+
+
+@pytest.mark.anyio
+async def test_a_content_policy_rejection_is_an_error(server: FakeLLMServer) -> None:
+    # OpenAI's wording, which litellm recognises as a content-policy violation.
+    server.enqueue("Invalid prompt: your prompt was flagged as potentially violating our usage policy.", status=400)
+    adapter = llm(server.base_url)
+    with pytest.raises(ProviderError, match="content policy"):
+        await ask(adapter)
+    assert adapter.mode is OutputMode.JSON_SCHEMA
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("content", [None, "", "  \n"], ids=["null", "empty", "blank"])
+async def test_an_empty_answer_is_an_error(server: FakeLLMServer, content: str | None) -> None:
+    server.enqueue(content)
+    with pytest.raises(ProviderError, match="empty"):
+        await ask(llm(server.base_url))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("body", ["{not json", '{"id": "x"}', ""], ids=["malformed", "no-choices", "no-body"])
+async def test_an_unreadable_response_is_an_error(server: FakeLLMServer, body: str) -> None:
+    server.enqueue(body=body)
+    with pytest.raises(ProviderError) as caught:
+        await ask(llm(server.base_url))
+    assert_no_secret(caught.value)
+
+
+def _bad_request(kind: type[Exception], message: str) -> Exception:
+    return kind(message=message, model="fake-model", llm_provider="openai")
+
+
+@pytest.mark.parametrize(
+    ("error", "refused"),
+    [
+        (litellm.UnsupportedParamsError(message="openai does not support parameters: ['response_format']"), True),
+        (_bad_request(litellm.BadRequestError, "Either json_schema or grammar can be specified, not both"), True),
+        (_bad_request(litellm.BadRequestError, "messages: field required"), False),
+        (_bad_request(litellm.ContextWindowExceededError, "maximum context length; response_format"), False),
+        (litellm.RateLimitError(message="response_format quota", model="m", llm_provider="openai"), False),
+    ],
+    ids=["unsupported-param", "llama-cpp-grammar", "other-400", "context-window", "rate-limit"],
+)
+def test_only_a_refusal_of_the_format_option_counts_as_one(error: Exception, refused: bool) -> None:
+    assert refuses_output_format(error) is refused
+
+
+def test_the_key_stays_out_of_the_repr() -> None:
+    assert API_KEY not in repr(llm("http://127.0.0.1:9/v1"))
+
+
+# Runs in a fresh interpreter: every way out to the network is replaced by one that records
+# the attempt and fails, a `.env` file sits in the working directory, and the proxies point at
+# a closed loopback port in case anything slips past the socket patch.
+_IMPORT_PROBE = """
+import json, os, socket, sys, threading, time
+attempts = []
+def refuse(*args, **kwargs):
+    attempts.append(repr(args[-1] if args else kwargs)[:200])
+    raise OSError("network blocked by the import test")
+socket.socket.connect = lambda self, address: refuse(address)
+socket.socket.connect_ex = lambda self, address: refuse(address)
+socket.create_connection = lambda address, *a, **k: refuse(address)
+socket.getaddrinfo = lambda host, *a, **k: refuse(host)
+import importlib
+importlib.import_module(sys.argv[1])
+time.sleep(0.5)  # give any background fetch thread the time to try
+print(json.dumps({
+    "attempts": attempts,
+    "threads": [t.name for t in threading.enumerate() if t is not threading.main_thread()],
+    "dotenv": os.environ.get("FIRMSIFT_DOTENV_PROBE"),
+}))
+"""
+
+
+def _import_in_a_sealed_process(module: str, cwd: Path) -> dict[str, Any]:
+    (cwd / ".env").write_text("FIRMSIFT_DOTENV_PROBE=loaded\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
+    env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="")
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, module],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_adapter_touches_no_network(tmp_path: Path) -> None:
+    seen = _import_in_a_sealed_process("firmsift.adapters.litellm_llm", tmp_path)
+    assert seen["attempts"] == []
+    assert seen["threads"] == []
+    assert seen["dotenv"] is None, "litellm must not load a .env file into the service's environment"
+
+
+def test_the_import_probe_does_catch_a_bare_litellm_import(tmp_path: Path) -> None:
+    """Control: without the adapter's set-up litellm fetches its cost map, and the probe sees it."""
+    seen = _import_in_a_sealed_process("litellm", tmp_path)
+    assert seen["attempts"], "the probe saw nothing: the no-network test above would prove nothing"
+
+
+@pytest.fixture
+def server_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    log = tmp_path / "llm-calls.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fake_llm_server", "--port", "0", "--log", str(log)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.anyio
+async def test_the_standalone_server_answers_by_domain_and_logs_each_call(
+    server_process: tuple[str, Path],
+) -> None:
+    base_url, log = server_process
+    adapter = llm(base_url)
+
+    food = await adapter.complete("Answer is_cpg.", "Domain: acme-snacks.com", json_schema=CPG_SCHEMA)
+    bank = await adapter.complete("Answer is_cpg.", "Domain: firstbank.com", json_schema=CPG_SCHEMA)
+
+    assert json.loads(food.text)["is_cpg"] is True
+    assert json.loads(bank.text) == {
+        "is_cpg": False, "confidence": 4, "reasoning": "fake answer for firstbank.com",
+    }
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["domain"] for line in lines] == ["acme-snacks.com", "firstbank.com"]

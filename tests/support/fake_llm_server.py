@@ -1,0 +1,338 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback, for tests and end-to-end runs."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+# What llama.cpp's server answers when asked for OpenAI's json_schema response format.
+LLAMA_CPP_JSON_SCHEMA_REFUSAL = (
+    'response_format type must be one of "text" or "json_object", but got: json_schema'
+)
+RESPONSE_FORMAT_REFUSAL = "response_format is not supported by this server"
+
+_HOST_NAME = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\b")
+_LABELLED_DOMAIN = re.compile(r"domain[^\n:]{0,20}:\s*[`\"'<]*([^\s`\"'>]+)", re.IGNORECASE)
+_ANSWER_FIELD = re.compile(r"\b(is_[a-z0-9_]+)\b")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer. `body` (bytes or str) is sent verbatim instead of a chat completion."""
+
+    content: str | None = None
+    finish_reason: str | None = "stop"
+    status: int = 200
+    delay: float = 0.0
+    body: bytes | str | None = None
+    refusal: str | None = None
+    model: str = "fake-model"
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """What the server saw: path, headers (lower-case names) and the JSON body (raw text if not JSON)."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        return self.body.get("response_format") if isinstance(self.body, dict) else None
+
+    @property
+    def response_format_type(self) -> str | None:
+        return (self.response_format or {}).get("type")
+
+
+@dataclass
+class Decision:
+    """How the scripted default answer is chosen when no reply is queued."""
+
+    answer: str = "auto"  # "yes", "no" or "auto": no when the domain contains `no_if_contains`
+    no_if_contains: str = "bank"
+
+
+class FakeLLMServer:
+    """Threaded loopback HTTP server answering chat completions from a queue of replies.
+
+    Use as a context manager: `with FakeLLMServer() as base_url: ...`. Queued replies are served
+    first-in first-out; when the queue is empty, `default` is served, or, if `default` is None, a
+    deterministic JSON answer for the boolean field the request asks for (see `scripted_answer`).
+    Every request is recorded in `requests`, refused ones included, so tests can count calls.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        default: Reply | None = None,
+        reject_json_schema: bool = False,
+        reject_response_format: bool = False,
+        delay: float = 0.0,
+        decision: Decision | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.default = default
+        self.reject_json_schema = reject_json_schema
+        self.reject_response_format = reject_response_format
+        self.delay = delay
+        self.decision = decision or Decision()
+        self.log_path = log_path
+        self.host = host
+        self.requests: list[ReceivedRequest] = []
+        self._queue: collections.deque[Reply] = collections.deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def enqueue(
+        self,
+        content: str | None = None,
+        *,
+        finish_reason: str | None = "stop",
+        status: int = 200,
+        delay: float = 0.0,
+        body: bytes | str | None = None,
+        refusal: str | None = None,
+    ) -> None:
+        """Queue one reply for the next request that is not refused by a reject_* mode."""
+        reply = Reply(content, finish_reason, status, delay, body, refusal)
+        with self._lock:
+            self._queue.append(reply)
+
+    def start(self) -> str:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping on a scripted delay
+        if self._thread is not None:  # shutdown() would wait forever for a loop never started
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+        self._httpd.server_close()
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def respond(self, received: ReceivedRequest) -> tuple[int, bytes, float]:
+        """Record the request and decide the (status, body, delay) to answer it with."""
+        refusal = self._refusal(received)
+        with self._lock:
+            self.requests.append(received)
+            reply = refusal or (self._queue.popleft() if self._queue else None)
+        if reply is None:
+            reply = self.default or Reply(content=json.dumps(scripted_answer(received.body, self.decision)))
+        self._log(received, reply)
+        return reply.status, _encode(reply), max(reply.delay, self.delay)
+
+    def wait(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+    def _refusal(self, received: ReceivedRequest) -> Reply | None:
+        kind = received.response_format_type
+        if self.reject_response_format and received.response_format is not None:
+            return Reply(RESPONSE_FORMAT_REFUSAL, status=400)
+        if self.reject_json_schema and kind == "json_schema":
+            return Reply(LLAMA_CPP_JSON_SCHEMA_REFUSAL, status=400)
+        return None
+
+    def _log(self, received: ReceivedRequest, reply: Reply) -> None:
+        if self.log_path is None:
+            return
+        line = json.dumps(
+            {
+                "time": time.time(),
+                "path": received.path,
+                "domain": requested_domain(received.body),
+                "response_format": received.response_format_type,
+                "status": reply.status,
+                "content": reply.content,
+            }
+        )
+        with self._lock, self.log_path.open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+
+def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class ChatCompletionsHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 - name fixed by BaseHTTPRequestHandler
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
+            if self.path.split("?")[0] not in CHAT_PATHS:
+                self._send(404, _error_body(f"no route for {self.path}", 404))
+                return
+            try:
+                body: Any = json.loads(raw)
+            except ValueError:
+                body = raw
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            status, payload, delay = server.respond(ReceivedRequest(self.path, headers, body))
+            if delay:
+                server.wait(delay)
+            self._send(status, payload)
+
+        def _send(self, status: int, payload: bytes) -> None:
+            self.close_connection = True
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(payload)
+            except OSError:
+                pass  # the client gave up (a timeout test); nothing to tell it
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass  # keep test output quiet; the request log is `requests` / --log
+
+    return ChatCompletionsHandler
+
+
+def _encode(reply: Reply) -> bytes:
+    if reply.body is not None:
+        return reply.body.encode() if isinstance(reply.body, str) else reply.body
+    if reply.status >= 400:
+        return _error_body(reply.content or f"fake error {reply.status}", reply.status)
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.refusal is not None:
+        message["refusal"] = reply.refusal
+    completion = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": reply.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+    return json.dumps(completion).encode()
+
+
+def _error_body(message: str, status: int) -> bytes:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return json.dumps({"error": {"code": status, "message": message, "type": kind}}).encode()
+
+
+def scripted_answer(body: Any, decision: Decision) -> dict[str, Any]:
+    """A deterministic answer shaped like the request's schema: the boolean field (is_cpg for the
+    cpg classifier) decided by `decision`, integers 4, strings a short reason."""
+    domain = requested_domain(body)
+    if decision.answer == "auto":
+        verdict = not (domain and decision.no_if_contains in domain)
+    else:
+        verdict = decision.answer == "yes"
+    reason = f"fake answer for {domain or 'an unnamed domain'}"
+    properties = _schema_properties(body)
+    if not properties:
+        return {_answer_field(body): verdict, "confidence": 4, "reasoning": reason}
+    answer: dict[str, Any] = {}
+    for name, spec in properties.items():
+        kinds = spec.get("type") if isinstance(spec, dict) else None
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        if "boolean" in kinds:
+            answer[name] = verdict
+        elif "integer" in kinds or "number" in kinds:
+            answer[name] = 4
+        else:
+            answer[name] = reason
+    return answer
+
+
+def requested_domain(body: Any) -> str | None:
+    """The domain the user message asks about: after a 'domain:' label, else the first host name."""
+    text = _user_text(body)
+    labelled = _LABELLED_DOMAIN.search(text)
+    if labelled and "." in labelled.group(1):
+        return labelled.group(1).lower().rstrip(".,;")
+    first = _HOST_NAME.search(text.lower())
+    return first.group(0) if first else None
+
+
+def _user_text(body: Any) -> str:
+    if not isinstance(body, dict):
+        return str(body)
+    parts = [m.get("content") for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    return "\n".join(p for p in parts if isinstance(p, str))
+
+
+def _schema_properties(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        return {}
+    rf = body.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
+    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    return properties if isinstance(properties, dict) else {}
+
+
+def _answer_field(body: Any) -> str:
+    if isinstance(body, dict):
+        texts = [m.get("content") for m in body.get("messages", []) if isinstance(m, dict)]
+        found = _ANSWER_FIELD.search("\n".join(t for t in texts if isinstance(t, str)))
+        if found:
+            return found.group(1)
+    return "answer"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run standalone: print the bound port on stdout's first line, then serve until killed."""
+    parser = argparse.ArgumentParser(prog="python -m tests.support.fake_llm_server", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each answer")
+    parser.add_argument("--answer", choices=("yes", "no", "auto"), default="auto")
+    parser.add_argument("--no-if-contains", default="bank", help="with --answer auto: say no for such domains")
+    parser.add_argument("--log", type=Path, help="append one JSON line per request received")
+    parser.add_argument("--reject-json-schema", action="store_true", help="400 on json_schema, like llama.cpp")
+    parser.add_argument("--reject-response-format", action="store_true", help="400 on any response_format")
+    args = parser.parse_args(argv)
+    server = FakeLLMServer(
+        host=args.host,
+        port=args.port,
+        delay=args.delay,
+        decision=Decision(args.answer, args.no_if_contains),
+        log_path=args.log,
+        reject_json_schema=args.reject_json_schema,
+        reject_response_format=args.reject_response_format,
+    )
+    print(server.port, flush=True)
+    print(f"fake LLM server listening on {server.base_url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

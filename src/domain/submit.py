@@ -22,6 +22,7 @@ from firmsift.domain.model import Classifier, Job, JobStatus
 from firmsift.domain.normalize import normalize_domains
 
 if TYPE_CHECKING:
+    from firmsift.ports.intake import JobIntake
     from firmsift.ports.queue import WorkQueue
     from firmsift.ports.repository import JobRepository
 
@@ -63,17 +64,12 @@ async def submit_job(
     command: SubmitJob,
     *,
     catalog: Mapping[str, Classifier],
-    jobs: JobRepository,
-    queue: WorkQueue,
+    intake: JobIntake,
     max_domains: int,
     new_id: Callable[[], str] = new_job_id,
     now: Callable[[], datetime] = utc_now,
 ) -> Job:
-    """Check and normalize the request, write the job as PENDING, then publish {job_id}.
-
-    The row is written first so a message never points at a missing job. If publishing fails,
-    the job is marked FAILED (never left PENDING with nothing to run it) and QueueUnavailable raised.
-    """
+    """Check and normalize the request, then hand the PENDING job to the intake (row, then message)."""
     classifier = _check_classifier(command.classifier, catalog)
     domains = _check_domains(command.domains, max_domains)
     reply_queue = _check_reply_queue(command.reply_queue)
@@ -85,13 +81,31 @@ async def submit_job(
         domains=tuple(domains),
         reply_queue=reply_queue,
     )
-    await jobs.create_job(job)
-    try:
-        await queue.send(json.dumps({"job_id": job.id}), group_id=job.id, dedup_id=job.id)
-    except QueueUnavailable as error:
-        await jobs.set_job_status(job.id, JobStatus.FAILED, error=f"could not be queued: {error}")
-        raise
+    await intake.accept(job)
     return job
+
+
+def job_message(job_id: str) -> str:
+    """The work-queue message body: only the id (claim check); the domains stay in the database."""
+    return json.dumps({"job_id": job_id})
+
+
+class RecordThenPublish:
+    """The intake for a queue outside the database (SQS): write the row first, so a message never
+    points at a missing job, then publish. If publishing fails the job is marked FAILED with the
+    reason and QueueUnavailable is raised: the caller gets a 503 and no job waits forever."""
+
+    def __init__(self, jobs: JobRepository, queue: WorkQueue) -> None:
+        self.jobs = jobs
+        self.queue = queue
+
+    async def accept(self, job: Job) -> None:
+        await self.jobs.create_job(job)
+        try:
+            await self.queue.send(job_message(job.id), group_id=job.id, dedup_id=job.id)
+        except QueueUnavailable as error:
+            await self.jobs.set_job_status(job.id, JobStatus.FAILED, error=f"could not be queued: {error}")
+            raise
 
 
 def _check_classifier(name: object, catalog: Mapping[str, Classifier]) -> Classifier:

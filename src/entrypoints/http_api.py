@@ -47,8 +47,7 @@ def create_app(
         job = await submit_job(
             command,
             catalog=container.catalog(),
-            jobs=container.store(),
-            queue=container.work_queue(),
+            intake=container.intake(),
             max_domains=settings.max_domains_per_job,
         )
         return JSONResponse(accepted_document(job), status_code=202, headers={"Location": f"/domains/classify/{job.id}"})

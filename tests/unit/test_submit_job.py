@@ -15,16 +15,16 @@ from firmsift.domain.errors import (
     UnknownClassifier,
 )
 from firmsift.domain.model import JobStatus
-from firmsift.domain.submit import SubmitJob, parse_job_id, submit_job
+from firmsift.domain.submit import RecordThenPublish, SubmitJob, parse_job_id, submit_job
 
 pytestmark = pytest.mark.anyio
 
 
 
 async def submit(command: SubmitJob, store=None, queue=None, max_domains: int = 10):
-    return await submit_job(command, catalog=load_catalog(), jobs=store or InMemoryStore(),
-                            queue=queue or InMemoryQueue("jobs", visibility_timeout=30, max_receives=5),
-                            max_domains=max_domains)
+    intake = RecordThenPublish(store or InMemoryStore(),
+                               queue or InMemoryQueue("jobs", visibility_timeout=30, max_receives=5))
+    return await submit_job(command, catalog=load_catalog(), intake=intake, max_domains=max_domains)
 
 
 async def test_row_is_written_before_the_message_which_carries_only_the_id() -> None:

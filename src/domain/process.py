@@ -39,6 +39,7 @@ class Classification:
     now: Callable[[], datetime] = utc_now
     new_marker: Callable[[], str] = lambda: secrets.token_hex(12)
     inflight: InFlight[Answer] = field(default_factory=InFlight)
+    on_result: Callable[[DomainResult], None] = lambda result: None  # e.g. count domains by path
 
 
 async def process_job(job_id: str, deps: Classification) -> Job | None:
@@ -66,6 +67,7 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
         async with slots:
             result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps)
             await deps.jobs.save_result(job.id, result, answer)
+            deps.on_result(result)
 
     await asyncio.gather(*(run(domain) for domain in pending))
     finished = await deps.jobs.get_job(job.id)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 
-from firmsift.adapters.sql_migrations import upgrade
 from firmsift.entrypoints.classify_client import (
     ClassifyClient,
     ClientError,
@@ -46,7 +45,7 @@ def dispatch(args: argparse.Namespace) -> int:
         if args.command == "replies":
             return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
         if args.command == "db":
-            applied = upgrade(container.engine())
+            applied = container.migrate()
             print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {m.version:03d} {m.name}" for m in applied))
             return EXIT_OK
         raise AssertionError(f"unhandled command {args.command}")
@@ -76,7 +75,7 @@ def install_stop_signals(stop: asyncio.Event) -> None:
 async def _worker_until_signalled(container: Container) -> None:
     stop = asyncio.Event()
     install_stop_signals(stop)
-    await run_worker(container, stop)
+    await run_worker(container, stop, probe=True)
 
 
 def import_companies(container: Container, path: Path) -> int:
@@ -92,11 +91,7 @@ def import_companies(container: Container, path: Path) -> int:
 
 
 async def read_replies(container: Container, queue_name: str, limit: int, wait: float, keep: bool) -> int:
-    from firmsift.adapters.sql_queue import SqlQueue
-
-    settings = container.settings()
-    queue = SqlQueue(container.engine(), queue_name, visibility_timeout=settings.visibility_timeout,
-                     max_receives=None, poll_interval=settings.poll_interval)
+    queue = container.reply_reader(queue_name)
     messages = await queue.read_messages(limit=limit, wait_seconds=wait, consume=not keep)
     for message in messages:
         print(message.body)

@@ -12,8 +12,11 @@ from firmsift.adapters.brave_search import BraveSearch
 
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.homepage_search import HomepageSearch
+from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
+from firmsift.adapters.readiness import Readiness
 from firmsift.adapters.searxng_search import SearxngSearch
 from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.adapters.tavily_search import TavilySearch
@@ -59,6 +62,7 @@ def make_search(settings: Settings) -> Search:
 
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
+    metrics = providers.Singleton(Metrics)
 
     engine = providers.Singleton(
         make_engine, settings.provided.database_url,
@@ -74,6 +78,18 @@ class Container(containers.DeclarativeContainer):
     )
     intake = providers.Singleton(RecordThenPublish, store, work_queue)
     replies = providers.Singleton(SqlReplyPublisher, engine)
+    # Reads an embedded reply queue: call with the queue name. No dead-letter queue for replies.
+    reply_reader = providers.Factory(
+        SqlQueue, engine, visibility_timeout=settings.provided.visibility_timeout, max_receives=None,
+        poll_interval=settings.provided.poll_interval,
+    )
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings)
     search = providers.Singleton(make_search, settings)
+    readiness = providers.Singleton(Readiness, engine, work_queue)
+    migrate = providers.Callable(upgrade, engine)
+
+    # What a worker uses: the same adapters, counted and timed.
+    worker_llm = providers.Singleton(MeteredLLM, llm, metrics)
+    worker_search = providers.Singleton(MeteredSearch, search, metrics)
+    worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)

@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from firmsift.domain.errors import InvalidRequest, JobNotFound, Rejection
@@ -50,6 +50,7 @@ def create_app(
             intake=container.intake(),
             max_domains=settings.max_domains_per_job,
         )
+        container.metrics().jobs_accepted.inc()
         return JSONResponse(accepted_document(job), status_code=202, headers={"Location": f"/domains/classify/{job.id}"})
 
     async def poll(request: Request) -> JSONResponse:
@@ -60,7 +61,19 @@ def create_app(
         return JSONResponse(job_document(job))
 
     async def healthz(_request: Request) -> JSONResponse:
+        """Liveness: the process serves requests."""
         return JSONResponse({"status": "ok"})
+
+    async def readyz(_request: Request) -> JSONResponse:
+        """Readiness: the database and the work queue are reachable."""
+        checks = await container.readiness().check()
+        ready = all(result == "ok" for result in checks.values())
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                            status_code=200 if ready else 503)
+
+    async def metrics(_request: Request) -> Response:
+        body, content_type = container.metrics().exposition()
+        return Response(body, media_type=content_type)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -73,6 +86,8 @@ def create_app(
         Route("/domains/classify", submit, methods=["POST"]),
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     return Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan)
 

@@ -6,12 +6,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from firmsift.adapters.sql_migrations import upgrade
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.entrypoints.worker_probe import worker_probe
 
 
 def start_container(settings: Settings | None = None) -> Container:
@@ -20,28 +20,40 @@ def start_container(settings: Settings | None = None) -> Container:
     configure_logging(settings.log_level)
     container = Container(settings=settings)
     container.catalog()  # fail at start-up, not on the first job, if a classifier file is broken
-    upgrade(container.engine())
+    container.migrate()
     return container
 
 
 def build_worker(container: Container) -> Worker:
+    """A worker whose LLM, search and queue calls are counted and timed."""
     settings = container.settings()
     store = container.store()
+    metrics = container.metrics()
     classification = Classification(
-        jobs=store, answers=store, known=store, search=container.search(), llm=container.llm(),
-        catalog=container.catalog(), llm_slots=asyncio.Semaphore(settings.llm_concurrency),
-        domain_concurrency=settings.domain_concurrency,
+        jobs=store, answers=store, known=store, search=container.worker_search(),
+        llm=container.worker_llm(), catalog=container.catalog(),
+        llm_slots=asyncio.Semaphore(settings.llm_concurrency), domain_concurrency=settings.domain_concurrency,
+        on_result=metrics.count_domain,
     )
     config = WorkerConfig(wait_time=settings.wait_time, visibility_timeout=settings.visibility_timeout,
                           max_job_seconds=settings.max_job_seconds, max_jobs=settings.worker_jobs)
-    return Worker(container.work_queue(), container.replies(), classification, config)
+    return Worker(container.worker_queue(), container.replies(), classification, config,
+                  on_job_finished=metrics.count_job)
 
 
-async def run_worker(container: Container, stop: asyncio.Event) -> None:
-    """Run a worker until `stop` is set, then close its provider clients."""
+async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool = False) -> None:
+    """Run a worker until `stop` is set, then close its provider clients. With `probe` and a
+    configured port, also serve the worker's /healthz and /metrics."""
+    settings = container.settings()
     worker = build_worker(container)
     try:
-        await worker.run(stop)
+        async with contextlib.AsyncExitStack() as stack:
+            if probe and settings.worker_probe_port is not None:
+                await stack.enter_async_context(worker_probe(
+                    settings.worker_probe_host, settings.worker_probe_port, last_poll=lambda: worker.last_poll,
+                    stale_after=settings.wait_time + settings.visibility_timeout, metrics=container.metrics().exposition,
+                ))
+            await worker.run(stop)
     finally:
         search = worker.classification.search
         if hasattr(search, "aclose"):

@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(5, ge=1)
     db_max_overflow: int = Field(10, ge=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    worker_probe_port: int | None = Field(None, ge=0, le=65535, description="worker /healthz and /metrics port")
+    worker_probe_host: str = "127.0.0.1"
 
     @model_validator(mode="after")
     def _provider_is_configured(self) -> Settings:

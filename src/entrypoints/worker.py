@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
@@ -35,8 +35,10 @@ class Worker:
     """Runs jobs concurrently (at most max_jobs), deleting a message only after its job succeeded."""
 
     def __init__(self, queue: WorkQueue, replies: ReplyPublisher, classification: Classification,
-                 config: WorkerConfig) -> None:
+                 config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None) -> None:
         self.queue = queue
+        self.on_job_finished = on_job_finished
+        self.last_poll = time.monotonic()  # for the liveness probe: the loop is turning
         self.replies = replies
         self.classification = classification
         self.config = config
@@ -47,9 +49,12 @@ class Worker:
         (up to shutdown_grace seconds; unfinished ones stay undeleted and come back)."""
         errors = 0
         while not stop.is_set():
+            self.last_poll = time.monotonic()
             free = min(self.config.max_jobs - len(self._tasks), MAX_RECEIVE_BATCH)
             if free <= 0:
-                await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+                # Bounded, so the loop keeps turning (and the liveness probe stays green) while busy.
+                await asyncio.wait(self._tasks, timeout=max(self.config.wait_time, 1.0),
+                                   return_when=asyncio.FIRST_COMPLETED)
                 continue
             try:
                 # Not raced against `stop`: a receive cancelled mid-claim would strand its
@@ -93,12 +98,14 @@ class Worker:
             log.warning("malformed message deleted", extra={"message_id": message.message_id})
             await self._delete(message)
             return
+        started = time.monotonic()
         async with self._heartbeat(message):
             job = await process_job(job_id, self.classification)
             if job is None:
                 log.warning("message for unknown job deleted", extra={"job_id": job_id})
             else:
                 await self._reply(job)
+                self.on_job_finished(job, time.monotonic() - started)
                 log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
                                                 "receive_count": message.receive_count})
         await self._delete(message)

@@ -1,0 +1,124 @@
+"""Prometheus metrics, and port decorators that count and time LLM, search and queue calls."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+from firmsift.domain.model import DomainResult, Evidence, Job
+from firmsift.ports.providers import LLM, Completion, Search
+from firmsift.ports.queue import QueueMessage, WorkQueue
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    """Every firmsift metric, in one registry per process."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.jobs_accepted = Counter("firmsift_jobs_accepted", "Jobs accepted by the API", registry=r)
+        self.jobs_finished = Counter("firmsift_jobs_finished", "Jobs finished by workers", ["status"], registry=r)
+        self.job_seconds = Histogram("firmsift_job_seconds", "Time a worker spent on one delivery of a job",
+                                     buckets=_LATENCY_BUCKETS, registry=r)
+        self.domains = Counter("firmsift_domains", "Domains answered, by path taken and outcome",
+                               ["source", "status"], registry=r)
+        self.llm_calls = Counter("firmsift_llm_calls", "LLM calls, by outcome", ["outcome"], registry=r)
+        self.llm_seconds = Histogram("firmsift_llm_call_seconds", "LLM call latency", buckets=_LATENCY_BUCKETS,
+                                     registry=r)
+        self.search_calls = Counter("firmsift_search_calls", "Search calls, by outcome", ["outcome"], registry=r)
+        self.search_seconds = Histogram("firmsift_search_call_seconds", "Search call latency",
+                                        buckets=_LATENCY_BUCKETS, registry=r)
+        self.messages_received = Counter("firmsift_queue_messages_received", "Work-queue messages received",
+                                         registry=r)
+        self.messages_deleted = Counter("firmsift_queue_messages_deleted", "Work-queue messages deleted", registry=r)
+        self.dead_lettered = Counter("firmsift_messages_dead_lettered",
+                                     "Jobs found in the dead-letter queue and marked FAILED", registry=r)
+
+    def count_domain(self, result: DomainResult) -> None:
+        self.domains.labels(source=result.source.value if result.source else "none", status=result.status.value).inc()
+
+    def count_job(self, job: Job, seconds: float) -> None:
+        self.jobs_finished.labels(status=job.status.value).inc()
+        self.job_seconds.observe(seconds)
+
+    def exposition(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class MeteredLLM:
+    """An LLM that counts and times every call of the one it wraps."""
+
+    def __init__(self, llm: LLM, metrics: Metrics) -> None:
+        self.inner = llm
+        self.model = llm.model
+        self.metrics = metrics
+
+    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
+        started = time.perf_counter()
+        try:
+            completion = await self.inner.complete(system, user, json_schema=json_schema)
+        except Exception:
+            self.metrics.llm_calls.labels(outcome="error").inc()
+            raise
+        finally:
+            self.metrics.llm_seconds.observe(time.perf_counter() - started)
+        self.metrics.llm_calls.labels(outcome="ok").inc()
+        return completion
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class MeteredSearch:
+    """A search provider that counts and times every call of the one it wraps."""
+
+    def __init__(self, search: Search, metrics: Metrics) -> None:
+        self.inner = search
+        self.name = search.name
+        self.metrics = metrics
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        started = time.perf_counter()
+        try:
+            evidence = await self.inner.gather(domain)
+        except Exception:
+            self.metrics.search_calls.labels(outcome="error").inc()
+            raise
+        finally:
+            self.metrics.search_seconds.observe(time.perf_counter() - started)
+        self.metrics.search_calls.labels(outcome="ok").inc()
+        return evidence
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class MeteredQueue:
+    """A work queue that counts received and deleted messages of the one it wraps."""
+
+    def __init__(self, queue: WorkQueue, metrics: Metrics) -> None:
+        self.inner = queue
+        self.metrics = metrics
+
+    async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
+        return await self.inner.send(body, group_id=group_id, dedup_id=dedup_id)
+
+    async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
+        messages = await self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)
+        self.metrics.messages_received.inc(len(messages))
+        return messages
+
+    async def delete(self, receipt: str) -> None:
+        await self.inner.delete(receipt)
+        self.metrics.messages_deleted.inc()
+
+    async def change_visibility(self, receipt: str, timeout_seconds: float) -> None:
+        await self.inner.change_visibility(receipt, timeout_seconds)

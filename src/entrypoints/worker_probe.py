@@ -1,0 +1,57 @@
+"""The worker's probe: a tiny HTTP endpoint with /healthz (the loop is turning) and /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+
+log = logging.getLogger(__name__)
+MAX_REQUEST_BYTES = 8192
+
+
+@contextlib.asynccontextmanager
+async def worker_probe(host: str, port: int, *, last_poll: Callable[[], float], stale_after: float,
+                       metrics: Callable[[], tuple[bytes, str]]) -> AsyncIterator[int]:
+    """Serve the probe while the block runs; yields the bound port (useful with port 0)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            method, path, *_ = request_line.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            status, body, content_type = _respond(method, path, last_poll, stale_after, metrics)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
+            status, body, content_type = 400, b'{"error": "bad request"}', "application/json"
+        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\nContent-Type: {content_type}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        writer.write(head.encode("latin-1") + body)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, host, port, limit=MAX_REQUEST_BYTES)
+    bound = server.sockets[0].getsockname()[1]
+    log.info("worker probe listening", extra={"host": host, "port": bound})
+    try:
+        yield bound
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def _respond(method: str, path: str, last_poll: Callable[[], float], stale_after: float,
+             metrics: Callable[[], tuple[bytes, str]]) -> tuple[int, bytes, str]:
+    if method != "GET":
+        return 405, b'{"error": "method not allowed"}', "application/json"
+    if path == "/healthz":
+        age = time.monotonic() - last_poll()
+        healthy = age <= stale_after
+        body = json.dumps({"status": "ok" if healthy else "stuck", "seconds_since_poll": round(age, 1)})
+        return (200 if healthy else 503), body.encode(), "application/json"
+    if path == "/metrics":
+        body, content_type = metrics()
+        return 200, body, content_type
+    return 404, b'{"error": "not found"}', "application/json"

@@ -1,4 +1,4 @@
-"""The `firmsift` command: serve, api, worker, classify, companies import, replies, db upgrade."""
+"""The `firmsift` command: serve, api, worker, classify, companies import, replies, dlq, db upgrade."""
 
 from __future__ import annotations
 
@@ -66,6 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     replies.add_argument("--max", type=int, default=10, help="read at most this many replies (default 10)")
     replies.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a first reply (default 0)")
     replies.add_argument("--keep", action="store_true", help="leave the replies on the queue (peek)")
+
+    dlq = commands.add_parser("dlq", help="inspect or retry jobs whose messages were dead-lettered")
+    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
+    dlq_list = dlq_commands.add_parser("list", help="show dead-lettered messages and their jobs",
+                                       description="Print one JSON line per dead-lettered message (left in place).")
+    dlq_list.add_argument("--max", type=int, default=10, help="show at most this many (default 10)")
+    redrive = dlq_commands.add_parser(
+        "redrive", help="send dead-lettered messages back to the work queue",
+        description="Move dead-lettered messages back to the work queue; their jobs, if marked FAILED "
+                    "for being dead-lettered, go back to PENDING and keep the domains already answered.")
+    redrive.add_argument("--max", type=int, default=10, help="move at most this many (default 10)")
 
     database = commands.add_parser("db", help="database schema")
     database_commands = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from firmsift.domain.dead_letters import job_id_of, reopen_redriven
 from firmsift.entrypoints.classify_client import (
     ClassifyClient,
     ClientError,
@@ -44,6 +45,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return import_companies(container, args.file)
         if args.command == "replies":
             return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
+        if args.command == "dlq":
+            return asyncio.run(dead_letters(container, args.dlq_command, args.max))
         if args.command == "db":
             applied = container.migrate()
             print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {m.version:03d} {m.name}" for m in applied))
@@ -96,6 +99,28 @@ async def read_replies(container: Container, queue_name: str, limit: int, wait: 
     for message in messages:
         print(message.body)
     print(f"{len(messages)} repl{'y' if len(messages) == 1 else 'ies'} read from {queue_name}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def dead_letters(container: Container, action: str, limit: int) -> int:
+    if limit < 1:
+        raise CommandError("--max must be at least 1")
+    queue = container.dead_letters()
+    store = container.store()
+    messages = await queue.peek(max_messages=limit)
+    if action == "list":
+        for message in messages:
+            job_id = job_id_of(message)
+            job = await store.get_job(job_id) if job_id else None
+            print(json.dumps({"message_id": message.message_id, "job_id": job_id,
+                              "job_status": job.status.value if job else None,
+                              "receive_count": message.receive_count, "body": message.body[:200]}))
+        print(f"{len(messages)} dead-lettered message(s) shown", file=sys.stderr)
+        return EXIT_OK
+    # Reopen first: a job still FAILED when its message comes back would be skipped as finished.
+    reopened = await reopen_redriven(messages, store)
+    moved = await queue.redrive(max_messages=limit)
+    print(f"moved {len(moved)} message(s) back to the work queue; reopened {len(reopened)} job(s)")
     return EXIT_OK
 
 

@@ -15,6 +15,7 @@ from firmsift.adapters.homepage_search import HomepageSearch
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.readiness import Readiness
 from firmsift.adapters.searxng_search import SearxngSearch
+from firmsift.adapters.sql_dead_letters import SqlDeadLetters
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
@@ -77,6 +78,12 @@ class Container(containers.DeclarativeContainer):
         poll_interval=settings.provided.poll_interval,
     )
     intake = providers.Singleton(RecordThenPublish, store, work_queue)
+    dead_letter_queue = providers.Singleton(
+        SqlQueue, engine, settings.provided.dead_letter_queue,
+        visibility_timeout=settings.provided.visibility_timeout, max_receives=None,
+        poll_interval=settings.provided.poll_interval,
+    )
+    dead_letters = providers.Singleton(SqlDeadLetters, work_queue, dead_letter_queue)
     replies = providers.Singleton(SqlReplyPublisher, engine)
     # Reads an embedded reply queue: call with the queue name. No dead-letter queue for replies.
     reply_reader = providers.Factory(

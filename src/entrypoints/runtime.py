@@ -36,9 +36,11 @@ def build_worker(container: Container) -> Worker:
         on_result=metrics.count_domain,
     )
     config = WorkerConfig(wait_time=settings.wait_time, visibility_timeout=settings.visibility_timeout,
-                          max_job_seconds=settings.max_job_seconds, max_jobs=settings.worker_jobs)
+                          max_job_seconds=settings.max_job_seconds, max_jobs=settings.worker_jobs,
+                          dead_letter_check_interval=settings.dead_letter_check_interval)
     return Worker(container.worker_queue(), container.replies(), classification, config,
-                  on_job_finished=metrics.count_job)
+                  on_job_finished=metrics.count_job, dead_letters=container.dead_letters(),
+                  on_dead_lettered=lambda _job: metrics.dead_lettered.inc())
 
 
 async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool = False) -> None:

@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     max_receives: int = Field(5, ge=1, le=1000)
     poll_interval: float = Field(0.5, gt=0, le=10)
     max_job_seconds: float = Field(900.0, gt=0, description="cap on how long a job may keep extending its lease")
+    dead_letter_check_interval: float = Field(30.0, gt=0, description="how often workers look for dead letters")
 
     llm_model: str = "gpt-5.4-mini"
     llm_api_base: str | None = None

@@ -10,10 +10,12 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from firmsift.domain.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job
 from firmsift.domain.process import Classification, process_job
+from firmsift.ports.dead_letters import DeadLetters
 from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -29,14 +31,19 @@ class WorkerConfig:
     max_job_seconds: float
     max_jobs: int
     shutdown_grace: float = 30.0
+    dead_letter_check_interval: float = 30.0
 
 
 class Worker:
     """Runs jobs concurrently (at most max_jobs), deleting a message only after its job succeeded."""
 
     def __init__(self, queue: WorkQueue, replies: ReplyPublisher, classification: Classification,
-                 config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None) -> None:
+                 config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None,
+                 dead_letters: DeadLetters | None = None,
+                 on_dead_lettered: Callable[[Job], None] = lambda job: None) -> None:
         self.queue = queue
+        self.dead_letters = dead_letters
+        self.on_dead_lettered = on_dead_lettered
         self.on_job_finished = on_job_finished
         self.last_poll = time.monotonic()  # for the liveness probe: the loop is turning
         self.replies = replies
@@ -48,6 +55,7 @@ class Worker:
         """Receive and handle messages until `stop` is set, then let jobs in hand finish
         (up to shutdown_grace seconds; unfinished ones stay undeleted and come back)."""
         errors = 0
+        watcher = asyncio.create_task(self.watch_dead_letters(stop)) if self.dead_letters else None
         while not stop.is_set():
             self.last_poll = time.monotonic()
             free = min(self.config.max_jobs - len(self._tasks), MAX_RECEIVE_BATCH)
@@ -71,6 +79,8 @@ class Worker:
             if not messages and self.config.wait_time < IDLE_PAUSE_SECONDS:
                 # Short polling (wait_time 0) would otherwise spin the CPU on an empty queue.
                 await _wait_or_stop(stop, IDLE_PAUSE_SECONDS)
+        if watcher is not None:
+            await watcher
         if self._tasks:
             _done, unfinished = await asyncio.wait(self._tasks, timeout=self.config.shutdown_grace)
             for task in unfinished:
@@ -78,6 +88,21 @@ class Worker:
             if unfinished:
                 log.warning("%d job(s) unfinished at shutdown; their messages will be redelivered", len(unfinished))
                 await asyncio.wait(unfinished)
+
+    async def watch_dead_letters(self, stop: asyncio.Event) -> None:
+        """Every so often, mark the jobs whose messages were dead-lettered FAILED and reply,
+        so callers learn; the messages stay in the dead-letter queue for an operator."""
+        assert self.dead_letters is not None
+        while not stop.is_set():
+            try:
+                messages = await self.dead_letters.peek(max_messages=10)
+                for job in await fail_dead_lettered(messages, self.classification.jobs):
+                    log.warning("job dead-lettered and marked FAILED", extra={"job_id": job.id})
+                    self.on_dead_lettered(job)
+                    await self._reply(job)
+            except Exception:  # noqa: BLE001 - checked again next interval
+                log.exception("dead-letter check failed")
+            await _wait_or_stop(stop, self.config.dead_letter_check_interval)
 
     def _spawn(self, messages: list[QueueMessage]) -> None:
         for message in messages:
@@ -93,7 +118,7 @@ class Worker:
                           extra={"message_id": message.message_id, "receive_count": message.receive_count})
 
     async def handle(self, message: QueueMessage) -> None:
-        job_id = _job_id(message.body)
+        job_id = job_id_of(message)
         if job_id is None:
             log.warning("malformed message deleted", extra={"message_id": message.message_id})
             await self._delete(message)
@@ -165,10 +190,3 @@ async def _wait_or_stop(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), seconds)
 
 
-def _job_id(body: str) -> str | None:
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    job_id = document.get("job_id") if isinstance(document, dict) else None
-    return job_id if isinstance(job_id, str) and job_id else None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -49,7 +51,31 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-class MeteredLLM:
+@contextlib.contextmanager
+def _observed(calls: Counter, seconds: Histogram) -> Iterator[None]:
+    """Count the call by outcome and time it, whatever happens."""
+    started = time.perf_counter()
+    try:
+        yield
+    except Exception:
+        calls.labels(outcome="error").inc()
+        raise
+    else:
+        calls.labels(outcome="ok").inc()
+    finally:
+        seconds.observe(time.perf_counter() - started)
+
+
+class _Closing:
+    inner: Any
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class MeteredLLM(_Closing):
     """An LLM that counts and times every call of the one it wraps."""
 
     def __init__(self, llm: LLM, metrics: Metrics) -> None:
@@ -58,24 +84,11 @@ class MeteredLLM:
         self.metrics = metrics
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
-        started = time.perf_counter()
-        try:
-            completion = await self.inner.complete(system, user, json_schema=json_schema)
-        except Exception:
-            self.metrics.llm_calls.labels(outcome="error").inc()
-            raise
-        finally:
-            self.metrics.llm_seconds.observe(time.perf_counter() - started)
-        self.metrics.llm_calls.labels(outcome="ok").inc()
-        return completion
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        with _observed(self.metrics.llm_calls, self.metrics.llm_seconds):
+            return await self.inner.complete(system, user, json_schema=json_schema)
 
 
-class MeteredSearch:
+class MeteredSearch(_Closing):
     """A search provider that counts and times every call of the one it wraps."""
 
     def __init__(self, search: Search, metrics: Metrics) -> None:
@@ -84,21 +97,8 @@ class MeteredSearch:
         self.metrics = metrics
 
     async def gather(self, domain: str) -> list[Evidence]:
-        started = time.perf_counter()
-        try:
-            evidence = await self.inner.gather(domain)
-        except Exception:
-            self.metrics.search_calls.labels(outcome="error").inc()
-            raise
-        finally:
-            self.metrics.search_seconds.observe(time.perf_counter() - started)
-        self.metrics.search_calls.labels(outcome="ok").inc()
-        return evidence
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        with _observed(self.metrics.search_calls, self.metrics.search_seconds):
+            return await self.inner.gather(domain)
 
 
 class MeteredQueue:

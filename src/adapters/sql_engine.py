@@ -6,18 +6,35 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+
+# The only PostgreSQL driver firmsift ships (psycopg 3); SQLAlchemy's default would be psycopg2.
+POSTGRES_DRIVER = "postgresql+psycopg"
+# Spellings people paste from other tools (Heroku, libpq docs) that name no driver.
+_DRIVERLESS_POSTGRES = {"postgresql", "postgres"}
 
 
-def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+def database_url(url: str | URL) -> URL:
+    """The URL as firmsift connects to it: a plain `postgresql://` (or `postgres://`) URL
+    gets the psycopg 3 driver; anything else is returned unchanged."""
     parsed = make_url(url)
+    if parsed.drivername in _DRIVERLESS_POSTGRES:
+        return parsed.set(drivername=POSTGRES_DRIVER)
+    return parsed
+
+
+def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+    """An engine for `url`; nothing connects until the first query. The pool settings apply
+    to PostgreSQL (SQLite files need no pool of their own)."""
+    parsed = database_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url)
-    return create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+        return _sqlite_engine(parsed)
+    # Pre-ping replaces connections the server or a proxy closed while they sat in the pool.
+    return create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
 
 
-def _sqlite_engine(url: str) -> Engine:
-    database = make_url(url).database
+def _sqlite_engine(url: URL) -> Engine:
+    database = url.database
     if database and database != ":memory:":
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})

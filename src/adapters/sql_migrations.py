@@ -1,5 +1,5 @@
 """Numbered schema migrations, recorded in `schema_migrations`; portable SQL that runs on
-SQLite and PostgreSQL alike (only the auto-increment key differs)."""
+SQLite and PostgreSQL alike (only the auto-increment key differs), one runner at a time."""
 
 from __future__ import annotations
 
@@ -87,29 +87,44 @@ def _m001_initial(dialect: str) -> list[str]:
 
 MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _m001_initial),)
 
+CREATE_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+)
+# A PostgreSQL advisory lock held until the transaction ends. Its 64-bit key spells "firmsift"
+# in ASCII, a key no other application on the server is likely to pick.
+MIGRATION_LOCK_KEY = int.from_bytes(b"firmsift", "big")
+LOCK_MIGRATIONS = text("SELECT pg_advisory_xact_lock(:key)")
+IS_APPLIED = text("SELECT 1 FROM schema_migrations WHERE version = :v")
+RECORD_MIGRATION = text("INSERT INTO schema_migrations (version, name, applied_at) VALUES (:v, :n, :t)")
+
 
 def upgrade(engine: Engine) -> list[Migration]:
-    """Apply every migration not yet recorded, each in its own transaction; returns those applied."""
+    """Apply every migration not yet recorded, each in its own transaction; returns those applied.
+    Safe to run from several processes at once: the first applies, the others find it recorded."""
     applied: list[Migration] = []
     with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
-        )
+        _serialize(conn)
+        conn.exec_driver_sql(CREATE_MIGRATIONS_TABLE)
     for migration in MIGRATIONS:
         with engine.begin() as conn:
+            _serialize(conn)
             if _is_applied(conn, migration.version):
                 continue
             for statement in migration.statements(engine.dialect.name):
                 conn.exec_driver_sql(statement)
-            conn.execute(
-                text("INSERT INTO schema_migrations (version, name, applied_at) VALUES (:v, :n, :t)"),
-                {"v": migration.version, "n": migration.name, "t": time.time()},
-            )
+            conn.execute(RECORD_MIGRATION, {"v": migration.version, "n": migration.name, "t": time.time()})
             applied.append(migration)
     return applied
 
 
+def _serialize(conn: Connection) -> None:
+    """Make concurrent runners take turns for the rest of this transaction, so they neither
+    race on CREATE TABLE (PostgreSQL reports a duplicate pg_type row) nor apply a migration
+    twice. SQLite needs nothing: BEGIN IMMEDIATE already gives one writer at a time."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(LOCK_MIGRATIONS, {"key": MIGRATION_LOCK_KEY})
+
+
 def _is_applied(conn: Connection, version: int) -> bool:
-    row = conn.execute(text("SELECT 1 FROM schema_migrations WHERE version = :v"), {"v": version}).first()
-    return row is not None
+    return conn.execute(IS_APPLIED, {"v": version}).first() is not None

@@ -1,5 +1,6 @@
-"""In-process wake-ups for the database queue: a send rings the doorbell of its queue so
-this process's long-polls on it return at once instead of at their next poll."""
+"""In-process wake-ups for the database queue: a send (or, on PostgreSQL, a notification of
+another process's send) rings the doorbell of its queue so this process's long-polls on it
+return at once instead of at their next poll."""
 
 from __future__ import annotations
 
@@ -41,13 +42,39 @@ class Doorbell:
                 loop.call_soon_threadsafe(event.set)
 
 
+class Doorbells:
+    """The doorbells of one database, by queue name. Held by the engine's notification
+    listener too, which must not keep the engine itself alive."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_queue: dict[str, Doorbell] = {}
+
+    def of(self, queue: str) -> Doorbell:
+        with self._lock:
+            return self._by_queue.setdefault(queue, Doorbell())
+
+    def ring(self, queue: str) -> None:
+        """Ring `queue`'s doorbell if anyone in this process ever listened for it."""
+        with self._lock:
+            bell = self._by_queue.get(queue)
+        if bell is not None:
+            bell.ring()
+
+
 # Doorbells are per engine (one database) and queue name, shared by every SqlQueue and
-# SqlReplyPublisher on that engine; other processes are noticed by polling instead.
-_doorbells: WeakKeyDictionary[Engine, dict[str, Doorbell]] = WeakKeyDictionary()
+# SqlReplyPublisher on that engine. Other processes are noticed by polling and, on
+# PostgreSQL, by the LISTEN/NOTIFY listener (sql_queue_listen).
+_doorbells: WeakKeyDictionary[Engine, Doorbells] = WeakKeyDictionary()
 _doorbells_lock = threading.Lock()
+
+
+def doorbells_of(engine: Engine) -> Doorbells:
+    """Every doorbell of this database, shared by everyone in the process."""
+    with _doorbells_lock:
+        return _doorbells.setdefault(engine, Doorbells())
 
 
 def doorbell_for(engine: Engine, queue: str) -> Doorbell:
     """The doorbell of `queue` on this database, shared by everyone in the process."""
-    with _doorbells_lock:
-        return _doorbells.setdefault(engine, {}).setdefault(queue, Doorbell())
+    return doorbells_of(engine).of(queue)

@@ -113,42 +113,21 @@ async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) ->
         evidence = []
     system, user = build_prompt(classifier, domain, evidence, deps.new_marker())
 
-    def failed(error: str, raw: str | None = None) -> Answer:
-        return Answer(
-            domain=domain,
-            classifier=classifier.name,
-            status=ResultStatus.FAILED,
-            answered_at=deps.now(),
-            source=Source.LLM,
-            evidence=tuple(evidence),
-            error=error,
-            raw_output=raw,
-            model=deps.llm.model,
-            prompt_version=classifier.prompt_version,
-        )
+    def answer(**outcome: object) -> Answer:
+        return Answer(domain=domain, classifier=classifier.name, answered_at=deps.now(), source=Source.LLM,
+                      evidence=tuple(evidence), prompt_version=classifier.prompt_version, **outcome)  # type: ignore[arg-type]
 
     try:
         async with deps.llm_slots:
             completion = await deps.llm.complete(system, user, json_schema=answer_schema(classifier))
     except Exception as error:  # noqa: BLE001 - failure isolation: this domain fails, the job goes on
-        return failed(f"LLM call failed: {error}")
+        return answer(status=ResultStatus.FAILED, error=f"LLM call failed: {error}", model=deps.llm.model)
     verdict = parse_verdict(completion.text, classifier.answer_field)
     if isinstance(verdict, ParseFailure):
-        return failed(f"unreadable model output: {verdict.error}", verdict.raw)
-    return Answer(
-        domain=domain,
-        classifier=classifier.name,
-        status=ResultStatus.DONE,
-        answered_at=deps.now(),
-        source=Source.LLM,
-        answer=verdict.answer,
-        confidence=verdict.confidence,
-        reason=verdict.reason,
-        evidence=tuple(evidence),
-        raw_output=completion.text,
-        model=completion.model,
-        prompt_version=classifier.prompt_version,
-    )
+        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
+                      raw_output=verdict.raw, model=completion.model)
+    return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
+                  reason=verdict.reason, raw_output=completion.text, model=completion.model)
 
 
 def _with_parents(domains: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""One repository suite, run against the in-memory store and the SQLite store."""
+"""One repository suite, run against the in-memory store and the SQLite and PostgreSQL stores."""
 
 from __future__ import annotations
 
@@ -23,15 +23,20 @@ from firmsift.domain.model import (
     ResultStatus,
     Source,
 )
+from tests.support.postgres import postgres_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
     if request.param == "memory":
         yield InMemoryStore()
+        return
+    if request.param == "postgresql":
+        with postgres_engine() as engine:
+            yield SqlStore(engine)
         return
     engine = make_engine(f"sqlite:///{tmp_path / 'repo.db'}")
     upgrade(engine)

@@ -1,5 +1,8 @@
 """The embedded work queue: SQS FIFO semantics kept in the service's own database (SQLite or
-PostgreSQL), and the reply publisher that writes to any queue name in the same table."""
+PostgreSQL), and the reply publisher that writes to any queue name in the same table.
+
+Waiting receivers wake on a send from this process (doorbell), on PostgreSQL on a send from any
+process (LISTEN/NOTIFY), and otherwise at every poll_interval."""
 
 from __future__ import annotations
 
@@ -97,12 +100,33 @@ class SqlQueue:
         self._clock = clock
         self._doorbell = doorbell_for(engine, queue_name)
 
+    @property
+    def engine(self) -> Engine:
+        """The database the queue lives in (an intake writes jobs in the same transaction)."""
+        return self._engine
+
     async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
         """Store the message durably and return its id (the first one's for a duplicate)."""
         return await _send(
             self._engine, self.queue_name, body, group_id=group_id,
             dedup_id=dedup_id, now=self._clock(), dedup_window=self._dedup_window,
         )
+
+    def enqueue_in(self, conn: Connection, body: str, *, group_id: str, dedup_id: str) -> str:
+        """Write a message as one step of the caller's open transaction on this queue's engine,
+        so it commits or rolls back with the caller's other rows; returns its id. Database
+        errors propagate to the caller, who owns the transaction. Call wake_receivers() after
+        the commit."""
+        message_id = insert_message(
+            conn, queue=self.queue_name, body=body, group_id=group_id, dedup_id=dedup_id,
+            now=self._clock(), dedup_window=self._dedup_window,
+        )
+        return str(message_id)
+
+    def wake_receivers(self) -> None:
+        """Wake this process's receivers waiting on the queue after a committed enqueue_in
+        (other processes hear the PostgreSQL notification, or poll)."""
+        self._doorbell.ring()
 
     async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
         """Return up to max_messages group heads (one per group) as soon as any is
@@ -123,12 +147,20 @@ class SqlQueue:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return []
+                self._hear_other_processes()
                 pause = min(remaining, self._poll_interval)
                 if claim.next_visible_at is not None:
                     # An in-flight message whose timeout lapses is deliverable without any send.
                     pause = min(pause, max(claim.next_visible_at - self._clock(), _SHORTEST_PAUSE))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(rung.wait(), pause)
+
+    def _hear_other_processes(self) -> None:
+        if self._engine.dialect.name == "postgresql":
+            # Imported here: psycopg is only loaded by processes that run on PostgreSQL.
+            from firmsift.adapters.sql_queue_listen import listen_for_sends
+
+            listen_for_sends(self._engine, self.queue_name)
 
     def _claim(self, max_messages: int, conn: Connection) -> Claim:
         return claim_messages(

@@ -1,12 +1,14 @@
 """The database queue's SQL, named and in one place: each function does one step of a
-transaction on a connection the caller opened (tables queue_messages and queue_dedup)."""
+transaction on a connection the caller opened (tables queue_messages and queue_dedup, and on
+PostgreSQL the advisory locks and notifications that go with them)."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
 
 from firmsift.adapters.sql_tables import queue_dedup, queue_messages
 from firmsift.ports.queue import QueueMessage
@@ -15,6 +17,7 @@ from firmsift.ports.queue import QueueMessage
 msg = queue_messages.c
 dedup = queue_dedup.c
 _peer = queue_messages.alias("group_peer")
+_expired = queue_dedup.alias("expired")
 _MESSAGE_FIELDS = (msg.id, msg.body, msg.group_id, msg.receive_count)
 
 # The lowest id in a message's group. Only that head may be delivered, which keeps each
@@ -24,6 +27,29 @@ _GROUP_HEAD_ID = (
     .where(_peer.c.queue == msg.queue, _peer.c.group_id == msg.group_id)
     .scalar_subquery()
 )
+
+
+# PostgreSQL only. Sends to one group take turns until they commit, so ids within a group are
+# assigned in commit order: otherwise a lower id committing after a higher one was delivered
+# would become the group's head while its successor is in flight (two in flight, out of order).
+LOCK_GROUP_FOR_SEND = text("SELECT pg_advisory_xact_lock(:key)")
+# Delivered at commit (never on rollback) to every connection LISTENing on the channel.
+NOTIFY_SENT = text("SELECT pg_notify(:channel, :queue)")
+
+
+def notification_channel(queue: str) -> str:
+    """The LISTEN/NOTIFY channel of a queue: queue names may hold dots, dashes or a whole URL,
+    and channels must be plain identifiers of at most 63 bytes, so the name is hashed."""
+    return "firmsift_queue_" + hashlib.blake2b(queue.encode(), digest_size=16).hexdigest()
+
+
+def _group_lock_key(queue: str, group_id: str) -> int:
+    digest = hashlib.blake2b(f"{queue}\0{group_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)  # advisory-lock keys are signed 64-bit
+
+
+def _on_postgresql(conn: Connection) -> bool:
+    return conn.dialect.name == "postgresql"
 
 
 @dataclass
@@ -40,11 +66,16 @@ def insert_message(
     conn: Connection, *, queue: str, body: str, group_id: str, dedup_id: str, now: float, dedup_window: float
 ) -> int:
     """Store a message unless its dedup id was seen on this queue within the window; return
-    the id of the stored message, or of the first one when the send is a duplicate."""
-    # Expired rows are purged here, on the write path, so no sweeper process is needed.
-    conn.execute(delete(queue_dedup).where(dedup.queue == queue, dedup.expires_at <= now))
+    the id of the stored message, or of the first one when the send is a duplicate. On
+    PostgreSQL, receivers LISTENing in other processes are notified when the caller commits."""
+    if _on_postgresql(conn):
+        # Taken first, so a duplicate in the same group also waits and then sees the first's row.
+        conn.execute(LOCK_GROUP_FOR_SEND, {"key": _group_lock_key(queue, group_id)})
+    _purge_expired_dedup_ids(conn, queue=queue, now=now)
     first_id = conn.execute(
-        select(dedup.message_id).where(dedup.queue == queue, dedup.dedup_id == dedup_id)
+        select(dedup.message_id).where(
+            dedup.queue == queue, dedup.dedup_id == dedup_id, dedup.expires_at > now
+        )
     ).scalar()
     if first_id is not None:
         return int(first_id)
@@ -61,7 +92,25 @@ def insert_message(
             queue=queue, dedup_id=dedup_id, message_id=message_id, expires_at=now + dedup_window
         )
     )
+    _notify_sent(conn, queue)
     return int(message_id)
+
+
+def _purge_expired_dedup_ids(conn: Connection, *, queue: str, now: float) -> None:
+    # Expired rows are purged on the write path, so no sweeper process is needed. Rows another
+    # sender is purging right now are left to it (SKIP LOCKED on PostgreSQL): a send never
+    # waits on, or deadlocks with, another send over housekeeping.
+    expired = (
+        select(_expired.c.dedup_id)
+        .where(_expired.c.queue == queue, _expired.c.expires_at <= now)
+        .with_for_update(skip_locked=True)
+    )
+    conn.execute(delete(queue_dedup).where(dedup.queue == queue, dedup.dedup_id.in_(expired)))
+
+
+def _notify_sent(conn: Connection, queue: str) -> None:
+    if _on_postgresql(conn):
+        conn.execute(NOTIFY_SENT, {"channel": notification_channel(queue), "queue": queue})
 
 
 def claim_messages(
@@ -90,6 +139,8 @@ def claim_messages(
                 claim.delivered.append(message)
         # Delivered heads now block their groups and dead-lettered ones have left the queue,
         # so the next round sees only heads not yet considered (the successors of moved ones).
+    if claim.dead_lettered:
+        _notify_sent(conn, dead_letter_queue)
     if not claim.delivered:
         claim.next_visible_at = conn.execute(
             select(func.min(msg.visible_at)).where(
@@ -110,7 +161,7 @@ def _select_deliverable_heads(conn: Connection, *, queue: str, now: float, limit
         .order_by(msg.id)
         .limit(limit)
     )
-    if conn.dialect.name == "postgresql":
+    if _on_postgresql(conn):
         # Concurrent workers pass over heads another transaction is claiming instead of
         # queueing behind its row lock. SQLite needs nothing: BEGIN IMMEDIATE serializes writers.
         stmt = stmt.with_for_update(skip_locked=True)

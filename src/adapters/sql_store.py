@@ -53,19 +53,21 @@ class SqlStore:
         return await asyncio.to_thread(in_transaction)
 
     async def create_job(self, job: Job) -> None:
-        def work(conn: Connection) -> None:
-            created = job.created_at.timestamp()
-            conn.execute(jobs.insert().values(
-                id=job.id, classifier=job.classifier, status=job.status.value, reply_queue=job.reply_queue,
-                created_at=created, updated_at=created, error=job.error, reply_sent=False,
-            ))
-            conn.execute(job_domains.insert(), [
-                {"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
-                 "reason": "", "evidence": "[]"}
-                for i, d in enumerate(job.domains)
-            ])
+        await self._run(lambda conn: self.insert_job_in(conn, job))
 
-        await self._run(work)
+    def insert_job_in(self, conn: Connection, job: Job) -> None:
+        """Write the job and its domains (every one PENDING) as one step of the caller's open
+        transaction, so they commit or roll back together with the caller's other rows."""
+        created = job.created_at.timestamp()
+        conn.execute(jobs.insert().values(
+            id=job.id, classifier=job.classifier, status=job.status.value, reply_queue=job.reply_queue,
+            created_at=created, updated_at=created, error=job.error, reply_sent=False,
+        ))
+        conn.execute(job_domains.insert(), [
+            {"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
+             "reason": "", "evidence": "[]"}
+            for i, d in enumerate(job.domains)
+        ])
 
     async def get_job(self, job_id: str) -> Job | None:
         def work(conn: Connection) -> Job | None:

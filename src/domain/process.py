@@ -68,6 +68,9 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
             result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps)
             await deps.jobs.save_result(job.id, result, answer)
             deps.on_result(result)
+            log.info("domain answered", extra={"job_id": job.id, "domain": domain, "status": result.status.value,
+                                               "source": result.source.value if result.source else None,
+                                               "error": result.error})
 
     await asyncio.gather(*(run(domain) for domain in pending))
     finished = await deps.jobs.get_job(job.id)

@@ -8,7 +8,9 @@ import sys
 from datetime import datetime, timezone
 
 # Attributes every LogRecord has; anything else came from `extra=` and is worth printing.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message", "asctime", "taskName", "color_message",  # uvicorn's terminal-coloured copy of the message
+}
 
 
 class JsonFormatter(logging.Formatter):

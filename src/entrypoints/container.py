@@ -17,11 +17,11 @@ from firmsift.adapters.readiness import Readiness
 from firmsift.adapters.searxng_search import SearxngSearch
 from firmsift.adapters.sql_dead_letters import SqlDeadLetters
 from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_job_intake import SqlJobIntake
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.adapters.tavily_search import TavilySearch
-from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ class Container(containers.DeclarativeContainer):
         dead_letter_queue=settings.provided.dead_letter_queue,
         poll_interval=settings.provided.poll_interval,
     )
-    intake = providers.Singleton(RecordThenPublish, store, work_queue)
+    # The job row and its message in one transaction: no publish gap on the database queue.
+    intake = providers.Singleton(SqlJobIntake, engine, store, work_queue)
     dead_letter_queue = providers.Singleton(
         SqlQueue, engine, settings.provided.dead_letter_queue,
         visibility_timeout=settings.provided.visibility_timeout, max_receives=None,

@@ -5,8 +5,14 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
+from sqlalchemy import text
 from starlette.testclient import TestClient
+
+from firmsift.adapters.memory_queue import InMemoryQueue
+from firmsift.domain.errors import QueueUnavailable
+from firmsift.domain.submit import RecordThenPublish
 
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
@@ -47,8 +53,6 @@ def test_accepts_a_job_writes_it_pending_and_queues_its_id(client: TestClient, c
     polled = client.get(f"/domains/classify/{body['job_id']}").json()
     assert polled["status"] == "PENDING"
     assert [(r["domain"], r["status"]) for r in polled["results"]] == [("example.com", "PENDING"), ("b.org", "PENDING")]
-    import anyio
-
     messages = anyio.run(lambda: container.work_queue().receive(max_messages=5))
     assert [json.loads(m.body) for m in messages] == [{"job_id": body["job_id"]}]
 
@@ -132,8 +136,6 @@ def test_reply_queue_header_is_checked_and_stored(client: TestClient, container)
     assert post(client, {"domains": ["a.com"]}, **{"x-reply-queue": "bad name!"}).status_code == 422
     ok = post(client, {"domains": ["a.com"]}, **{"x-reply-queue": "team-replies"})
     assert ok.status_code == 202
-    import anyio
-
     job = anyio.run(container.store().get_job, ok.json()["job_id"])
     assert job.reply_queue == "team-replies"
 
@@ -151,22 +153,30 @@ def test_unknown_routes_and_methods_are_json_errors(client: TestClient) -> None:
     assert response.status_code == 405 and error_of(response)["code"] == "method_not_allowed"
 
 
-def test_queue_failure_is_503_and_leaves_no_pending_job(container) -> None:
-    from firmsift.adapters.memory_queue import InMemoryQueue
-
+def test_an_unpublishable_job_is_503_and_never_left_pending(container) -> None:
+    """A queue outside the database (SQS): the row is kept but marked FAILED."""
     broken = InMemoryQueue("jobs", visibility_timeout=30, max_receives=5)
-    from firmsift.domain.errors import QueueUnavailable
-
     broken.fail_next_send(QueueUnavailable("disk full"))
-    with container.work_queue.override(broken), TestClient(create_app(container)) as client:
+    with container.intake.override(RecordThenPublish(container.store(), broken)), \
+            TestClient(create_app(container)) as client:
         response = post(client, {"domains": ["a.com"]})
     assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
     assert error_of(response)["code"] == "queue_unavailable"
-    from sqlalchemy import text
-
     with container.engine().connect() as conn:
-        statuses = [row[0] for row in conn.execute(text("SELECT status FROM jobs"))]
-    assert statuses == ["FAILED"]
+        assert [row[0] for row in conn.execute(text("SELECT status FROM jobs"))] == ["FAILED"]
+
+
+def test_database_queue_failure_is_503_and_records_nothing(container) -> None:
+    """The database queue: job row and message share one transaction, so nothing is left behind."""
+    with container.engine().begin() as conn:
+        conn.execute(text("DROP TABLE queue_dedup"))
+    with TestClient(create_app(container)) as client:
+        response = post(client, {"domains": ["a.com"]})
+    assert response.status_code == 503
+    with container.engine().connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM jobs")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM job_domains")).scalar() == 0
 
 
 def test_health(client: TestClient) -> None:

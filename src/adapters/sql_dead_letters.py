@@ -7,8 +7,6 @@ import uuid
 from firmsift.adapters.sql_queue import SqlQueue
 from firmsift.ports.queue import QueueMessage
 
-# A redriven message is hidden this long while it is copied back; long enough for one copy.
-REDRIVE_LEASE_SECONDS = 60.0
 
 
 class SqlDeadLetters:
@@ -21,10 +19,10 @@ class SqlDeadLetters:
     async def peek(self, *, max_messages: int) -> list[QueueMessage]:
         return await self.dead_letter_queue.read_messages(limit=max_messages, consume=False)
 
-    async def redrive(self, *, max_messages: int) -> list[QueueMessage]:
-        moved: list[QueueMessage] = []
-        while len(moved) < max_messages:
-            batch = await self.dead_letter_queue.receive(max_messages=min(10, max_messages - len(moved)))
+    async def redrive(self, *, max_messages: int) -> int:
+        moved = 0
+        while moved < max_messages:
+            batch = await self.dead_letter_queue.receive(max_messages=min(10, max_messages - moved))
             if not batch:
                 break
             for message in batch:
@@ -33,5 +31,5 @@ class SqlDeadLetters:
                 await self.work_queue.send(message.body, group_id=message.group_id,
                                            dedup_id=f"{message.group_id}:redrive:{uuid.uuid4().hex}")
                 await self.dead_letter_queue.delete(message.receipt)
-                moved.append(message)
+                moved += 1
         return moved

@@ -67,6 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     replies.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a first reply (default 0)")
     replies.add_argument("--keep", action="store_true", help="leave the replies on the queue (peek)")
 
+    queues = commands.add_parser("queues", help="create, update or check the SQS queues declared in the repository")
+    queues_commands = queues.add_subparsers(dest="queues_command", required=True, metavar="ACTION")
+    queues_commands.add_parser(
+        "ensure", help="create missing queues and fix drifted attributes (idempotent)",
+        description="Apply the queues declared in FIRMSIFT_QUEUES_FILE (default deploy/queues.toml) through the "
+                    "SQS API: the dead-letter queue, the work queue and its redrive policy. Reports each change.")
+    queues_commands.add_parser(
+        "drift", help="report differences between the declared and the live queues; change nothing",
+        description="Exit 1 when any declared queue is missing or differs from its declaration.")
+
     dlq = commands.add_parser("dlq", help="inspect or retry jobs whose messages were dead-lettered")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
     dlq_list = dlq_commands.add_parser("list", help="show dead-lettered messages and their jobs",

@@ -23,6 +23,7 @@ from firmsift.entrypoints.classify_client import (
 from firmsift.entrypoints.company_import import CompanyFileError, read_company_rows
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
+from firmsift.entrypoints.settings import Settings
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -34,6 +35,8 @@ class CommandError(RuntimeError):
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "classify":
         return classify(args)
+    if args.command == "queues":
+        return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
     container = start_container()
     try:
         if args.command in ("serve", "api"):
@@ -44,6 +47,9 @@ def dispatch(args: argparse.Namespace) -> int:
         if args.command == "companies":
             return import_companies(container, args.file)
         if args.command == "replies":
+            if container.settings().queue_backend != "db":
+                raise CommandError("`firmsift replies` reads the embedded backend's reply queues; with SQS, "
+                                   "read the reply queue with your own SQS consumer")
             return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
         if args.command == "dlq":
             return asyncio.run(dead_letters(container, args.dlq_command, args.max))
@@ -102,6 +108,19 @@ async def read_replies(container: Container, queue_name: str, limit: int, wait: 
     return EXIT_OK
 
 
+def declared_queues(container: Container, *, apply: bool) -> int:
+    from firmsift.adapters.sqs_queue_spec import QueueSpecError
+
+    try:
+        report = container.declared_queues(apply=apply)
+    except (QueueSpecError, OSError) as error:
+        raise CommandError(str(error)) from None
+    for line in report:
+        print(line)
+    in_sync = all(line.endswith("in sync") for line in report)
+    return EXIT_OK if apply or in_sync else EXIT_FAILURE
+
+
 async def dead_letters(container: Container, action: str, limit: int) -> int:
     if limit < 1:
         raise CommandError("--max must be at least 1")
@@ -120,7 +139,7 @@ async def dead_letters(container: Container, action: str, limit: int) -> int:
     # Reopen first: a job still FAILED when its message comes back would be skipped as finished.
     reopened = await reopen_redriven(messages, store)
     moved = await queue.redrive(max_messages=limit)
-    print(f"moved {len(moved)} message(s) back to the work queue; reopened {len(reopened)} job(s)")
+    print(f"moved {moved} message(s) back to the work queue; reopened {len(reopened)} job(s)")
     return EXIT_OK
 
 

@@ -9,7 +9,6 @@ from dependency_injector import containers, providers
 from pydantic import SecretStr
 
 from firmsift.adapters.brave_search import BraveSearch
-
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.homepage_search import HomepageSearch
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
@@ -22,10 +21,13 @@ from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.adapters.tavily_search import TavilySearch
+from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
+    from firmsift.ports.dead_letters import DeadLetters
     from firmsift.ports.providers import LLM, Search
+    from firmsift.ports.queue import ReplyPublisher, WorkQueue
 
 
 LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
@@ -61,6 +63,39 @@ def make_search(settings: Settings) -> Search:
                           allow_private_addresses=settings.homepage_allow_private_addresses)
 
 
+# SQS adapters are imported only when the SQS backend is chosen: boto3 costs time and memory.
+def make_sqs_client(settings: Settings) -> object:
+    from firmsift.adapters.sqs_client import make_sqs_client as build
+
+    return build(endpoint_url=settings.sqs_endpoint_url, region=settings.aws_region)
+
+
+def make_sqs_queue(client: object, queue: str, visibility_timeout: float) -> WorkQueue:
+    from firmsift.adapters.sqs_queue import SqsQueue
+
+    return SqsQueue(client, queue, visibility_timeout=visibility_timeout)
+
+
+def make_sqs_replies(client: object) -> ReplyPublisher:
+    from firmsift.adapters.sqs_queue import SqsReplyPublisher
+
+    return SqsReplyPublisher(client)
+
+
+def make_sqs_dead_letters(client: object, settings: Settings) -> DeadLetters:
+    from firmsift.adapters.sqs_dead_letters import SqsDeadLetters
+
+    return SqsDeadLetters(client, queue=settings.work_queue, dead_letter_queue=settings.dead_letter_queue)
+
+
+def ensure_declared_queues(client: object, settings: Settings, *, apply: bool) -> list[str]:
+    """Create or update the queues declared in settings.queues_file (apply) or report drift."""
+    from firmsift.adapters.sqs_queue_spec import ensure_queues, load_queue_spec, queue_drift
+
+    spec = load_queue_spec(settings.queues_file)
+    return ensure_queues(client, spec) if apply else queue_drift(client, spec)
+
+
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     metrics = providers.Singleton(Metrics)
@@ -70,22 +105,46 @@ class Container(containers.DeclarativeContainer):
         pool_size=settings.provided.db_pool_size, max_overflow=settings.provided.db_max_overflow,
     )
     store = providers.Singleton(SqlStore, engine)
-    work_queue = providers.Singleton(
+    backend = settings.provided.queue_backend
+
+    # The database queue (SQLite or PostgreSQL): the embedded default, and production without SQS.
+    db_queue = providers.Singleton(
         SqlQueue, engine, settings.provided.queue_name,
         visibility_timeout=settings.provided.visibility_timeout,
         max_receives=settings.provided.max_receives,
         dead_letter_queue=settings.provided.dead_letter_queue,
         poll_interval=settings.provided.poll_interval,
     )
-    # The job row and its message in one transaction: no publish gap on the database queue.
-    intake = providers.Singleton(SqlJobIntake, engine, store, work_queue)
-    dead_letter_queue = providers.Singleton(
+    db_dead_letter_queue = providers.Singleton(
         SqlQueue, engine, settings.provided.dead_letter_queue,
         visibility_timeout=settings.provided.visibility_timeout, max_receives=None,
         poll_interval=settings.provided.poll_interval,
     )
-    dead_letters = providers.Singleton(SqlDeadLetters, work_queue, dead_letter_queue)
-    replies = providers.Singleton(SqlReplyPublisher, engine)
+    # Amazon SQS (or an emulator at sqs_endpoint_url); the dead-letter queue and max receives
+    # are the queue's redrive policy, declared in deploy/queues.toml.
+    sqs_client = providers.Singleton(make_sqs_client, settings)
+    sqs_queue = providers.Singleton(make_sqs_queue, sqs_client, settings.provided.work_queue,
+                                    settings.provided.visibility_timeout)
+
+    work_queue = providers.Selector(backend, db=db_queue, sqs=sqs_queue)
+    declared_queues = providers.Callable(ensure_declared_queues, sqs_client, settings)
+    intake = providers.Selector(
+        backend,
+        # The job row and its message in one transaction: no publish gap on the database queue.
+        db=providers.Singleton(SqlJobIntake, engine, store, db_queue),
+        # Row first, then the message; a failed publish marks the job FAILED (503 to the caller).
+        sqs=providers.Singleton(RecordThenPublish, store, sqs_queue),
+    )
+    dead_letters = providers.Selector(
+        backend,
+        db=providers.Singleton(SqlDeadLetters, db_queue, db_dead_letter_queue),
+        sqs=providers.Singleton(make_sqs_dead_letters, sqs_client, settings),
+    )
+    replies = providers.Selector(
+        backend,
+        db=providers.Singleton(SqlReplyPublisher, engine),
+        sqs=providers.Singleton(make_sqs_replies, sqs_client),
+    )
     # Reads an embedded reply queue: call with the queue name. No dead-letter queue for replies.
     reply_reader = providers.Factory(
         SqlQueue, engine, visibility_timeout=settings.provided.visibility_timeout, max_receives=None,

@@ -18,9 +18,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FIRMSIFT_", extra="forbid", validate_default=True)
 
     database_url: str = Field("sqlite:///firmsift-data/firmsift.db", description="SQLAlchemy URL")
-    queue_backend: Literal["db"] = Field("db", description="work queue backend: db (in the database)")
+    queue_backend: Literal["db", "sqs"] = Field("db", description="work queue backend: db (in the database) or sqs")
     queue_name: str = Field("firmsift-jobs", pattern=r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$")
-    dead_letter_queue_name: str | None = Field(None, description="default: <queue_name>-dlq")
+    dead_letter_queue_name: str | None = Field(None, description="default: <queue_name>-dlq[.fifo]")
+    sqs_queue_url: str | None = Field(None, description="SQS work queue URL (default: looked up from queue_name)")
+    sqs_endpoint_url: str | None = Field(None, description="SQS endpoint, for an emulator or a VPC endpoint")
+    aws_region: str | None = Field(None, description="AWS region (default: boto3's standard chain)")
+    queues_file: Path = Field(Path("deploy/queues.toml"), description="declared SQS queues, for `queues ensure`")
     visibility_timeout: float = Field(120.0, gt=0, le=43200)
     wait_time: float = Field(5.0, ge=0, le=20)
     max_receives: int = Field(5, ge=1, le=1000)
@@ -66,9 +70,24 @@ class Settings(BaseSettings):
                 raise ValueError(f"search_provider={self.search_provider} needs FIRMSIFT_{name.upper()} to be set")
         return self
 
+    @model_validator(mode="after")
+    def _sqs_queue_is_fifo(self) -> Settings:
+        if self.queue_backend == "sqs" and not self.sqs_queue_url and not self.queue_name.endswith(".fifo"):
+            raise ValueError("queue_backend=sqs needs a FIFO queue: set FIRMSIFT_QUEUE_NAME to a name ending in "
+                             ".fifo or FIRMSIFT_SQS_QUEUE_URL")
+        return self
+
     @property
     def dead_letter_queue(self) -> str:
-        return self.dead_letter_queue_name or f"{self.queue_name}-dlq"
+        if self.dead_letter_queue_name:
+            return self.dead_letter_queue_name
+        base, fifo, _ = self.queue_name.partition(".fifo")
+        return f"{base}-dlq{fifo}"
+
+    @property
+    def work_queue(self) -> str:
+        """The work queue as the SQS adapter wants it: its URL if given, else its name."""
+        return self.sqs_queue_url or self.queue_name
 
     @classmethod
     def settings_customise_sources(

@@ -11,5 +11,5 @@ class DeadLetters(Protocol):
     async def peek(self, *, max_messages: int) -> list[QueueMessage]:
         """Dead-lettered messages, oldest first where the queue keeps an order; they stay where they are."""
 
-    async def redrive(self, *, max_messages: int) -> list[QueueMessage]:
-        """Move up to max_messages back to the work queue; returns the messages moved."""
+    async def redrive(self, *, max_messages: int) -> int:
+        """Move up to max_messages back to the work queue; returns how many moved."""

@@ -78,7 +78,7 @@ async def test_dead_lettered_job_fails_replies_and_can_be_redriven(tmp_path: Pat
 
     assert await reopen_redriven(await dead_letters.peek(max_messages=10), store) == [job.id]
     moved = await dead_letters.redrive(max_messages=10)
-    assert len(moved) == 1 and await dead_letters.peek(max_messages=10) == []
+    assert moved == 1 and await dead_letters.peek(max_messages=10) == []
     [again] = await work.receive()
     await worker.handle(again)
     assert (await store.get_job(job.id)).status is JobStatus.DONE

@@ -1,0 +1,183 @@
+"""The SQS queue and reply publisher beyond the shared suite, on the emulator: what goes over the
+wire, how SQS failures map to domain errors, reply queues by name and URL."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.stub import Stubber
+
+from firmsift.adapters.sqs_queue import SqsQueue, SqsReplyPublisher
+from firmsift.domain.errors import QueueUnavailable, StaleReceipt
+from tests.support.processes import free_port
+from tests.support.sqs_emulator import (
+    emulator_queue_url,
+    fresh_queue,
+    offline_sqs_client,
+    sqs_client,
+    sqs_emulator,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Calls:
+    """The SQS operations a client made, with their parameters (botocore's provide-client-params hook)."""
+
+    made: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.made.append((model.name, dict(params)))
+
+    def of(self, operation: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.made if name == operation]
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with sqs_emulator() as url:
+        yield url
+
+
+@pytest.fixture
+def calls() -> Calls:
+    return Calls()
+
+
+@pytest.fixture
+def client(endpoint: str, calls: Calls) -> Iterator[Any]:
+    sqs = sqs_client(endpoint)
+    sqs.meta.events.register("provide-client-params.sqs", calls)
+    yield sqs
+    sqs.close()
+
+
+async def test_send_passes_group_and_dedup_ids_and_receive_asks_for_what_it_reads(
+    client: Any, calls: Calls
+) -> None:
+    _, url = fresh_queue(client, "work.fifo")
+    queue = SqsQueue(client, url, visibility_timeout=7.2)
+    message_id = await queue.send("body", group_id="job-1", dedup_id="dedup-1")
+    [message] = await queue.receive(max_messages=3, wait_seconds=0.2)
+    assert (message.message_id, message.group_id, message.receive_count) == (message_id, "job-1", 1)
+    [sent] = calls.of("SendMessage")
+    assert (sent["MessageGroupId"], sent["MessageDeduplicationId"]) == ("job-1", "dedup-1")
+    [asked] = calls.of("ReceiveMessage")
+    # Whole seconds, rounded up: a lease never shorter, a wait never cut short.
+    assert (asked["VisibilityTimeout"], asked["WaitTimeSeconds"], asked["MaxNumberOfMessages"]) == (8, 1, 3)
+    assert {"ApproximateReceiveCount", "MessageGroupId"} <= set(asked["MessageSystemAttributeNames"])
+    await queue.change_visibility(message.receipt, 0)
+    raw = client.receive_message(QueueUrl=url, MessageSystemAttributeNames=["All"])["Messages"][0]
+    assert raw["Attributes"]["MessageDeduplicationId"] == "dedup-1"
+
+
+async def test_receive_count_is_sqs_approximate_receive_count(client: Any) -> None:
+    _, url = fresh_queue(client, "work.fifo")
+    queue = SqsQueue(client, url, visibility_timeout=30)
+    await queue.send("body", group_id="g", dedup_id="d")
+    for expected in (1, 2, 3):
+        [message] = await queue.receive()
+        assert message.receive_count == expected
+        await queue.change_visibility(message.receipt, 0)
+
+
+async def test_a_queue_given_by_name_is_looked_up_once(client: Any, calls: Calls) -> None:
+    name, _ = fresh_queue(client, "work.fifo")
+    queue = SqsQueue(client, name, visibility_timeout=30)
+    await queue.send("one", group_id="a", dedup_id="1")
+    await queue.send("two", group_id="b", dedup_id="2")
+    assert len(await queue.receive(max_messages=10)) == 2
+    assert await queue.approximate_counts() == {"visible": 0, "in_flight": 2}
+    assert calls.of("GetQueueUrl") == [{"QueueName": name}]
+
+
+async def test_a_malformed_receipt_is_a_stale_receipt(client: Any) -> None:
+    _, url = fresh_queue(client, "work.fifo")
+    with pytest.raises(StaleReceipt, match="not current"):
+        await SqsQueue(client, url, visibility_timeout=30).change_visibility("not-a-receipt", 10)
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "expected"),
+    [
+        ("ReceiptHandleIsInvalid", "The input receipt handle 'x' is not a valid receipt handle.", StaleReceipt),
+        ("InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: The receipt handle"
+                                  " has expired.", StaleReceipt),
+        ("AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.", QueueUnavailable),
+        ("InvalidParameterValue", "Value 0 for parameter QueueUrl is invalid.", QueueUnavailable),
+    ],
+)
+async def test_delete_maps_what_aws_answers(code: str, message: str, expected: type[Exception]) -> None:
+    # The emulator answers success to any DeleteMessage, so AWS's documented refusals are replayed.
+    client = offline_sqs_client()
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/work.fifo"
+    with Stubber(client) as stub:
+        stub.add_client_error("delete_message", code, message, expected_params={"QueueUrl": url, "ReceiptHandle": "x"})
+        with pytest.raises(expected):
+            await SqsQueue(client, url, visibility_timeout=30).delete("x")
+
+
+async def test_sending_to_a_missing_queue_is_queue_unavailable(client: Any, endpoint: str) -> None:
+    url = emulator_queue_url(endpoint, "nowhere.fifo")
+    for queue in ("nowhere.fifo", url):
+        with pytest.raises(QueueUnavailable, match="nowhere.fifo.*could not send a message"):
+            await SqsQueue(client, queue, visibility_timeout=30).send("body", group_id="g", dedup_id="d")
+
+
+async def test_an_unreachable_endpoint_is_queue_unavailable_quickly() -> None:
+    secret = f"secret-{uuid.uuid4().hex}"
+    client = boto3.session.Session().client(
+        "sqs", endpoint_url=f"http://127.0.0.1:{free_port()}", region_name="us-east-1",
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key=secret,
+        config=Config(connect_timeout=1, retries={"mode": "standard", "max_attempts": 1}),
+    )
+    queue = SqsQueue(client, "work.fifo", visibility_timeout=30)
+    started = time.monotonic()
+    with pytest.raises(QueueUnavailable, match="could not send a message") as raised:
+        await queue.send("body", group_id="g", dedup_id="d")
+    assert time.monotonic() - started < 5
+    assert secret not in str(raised.value) and "AKIDEXAMPLE" not in str(raised.value)
+    with pytest.raises(QueueUnavailable):
+        await queue.receive(wait_seconds=1)
+
+
+async def test_replies_by_name_look_the_queue_up_once(client: Any, calls: Calls) -> None:
+    name, url = fresh_queue(client, "replies.fifo")
+    publisher = SqsReplyPublisher(client)
+    await publisher.publish(name, '{"job_id": "j1"}', group_id="j1", dedup_id="j1")
+    await publisher.publish(name, '{"job_id": "j2"}', group_id="j2", dedup_id="j2")
+    assert len(calls.of("GetQueueUrl")) == 1
+    received = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"])
+    assert [(m["Body"], m["Attributes"]["MessageGroupId"], m["Attributes"]["MessageDeduplicationId"])
+            for m in received["Messages"]] == [('{"job_id": "j1"}', "j1", "j1"), ('{"job_id": "j2"}', "j2", "j2")]
+
+
+async def test_replies_by_url_need_no_lookup(client: Any, calls: Calls) -> None:
+    _, url = fresh_queue(client, "replies.fifo")
+    await SqsReplyPublisher(client).publish(url, "done", group_id="j1", dedup_id="j1")
+    assert calls.of("GetQueueUrl") == []
+    assert client.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "done"
+
+
+async def test_a_standard_reply_queue_gets_no_fifo_ids(client: Any, calls: Calls) -> None:
+    name, url = fresh_queue(client, "replies")
+    await SqsReplyPublisher(client).publish(name, "done", group_id="j1", dedup_id="j1")
+    [sent] = calls.of("SendMessage")
+    assert "MessageGroupId" not in sent and "MessageDeduplicationId" not in sent
+    assert client.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "done"
+
+
+async def test_a_missing_reply_queue_is_queue_unavailable_naming_it(client: Any, endpoint: str) -> None:
+    url = emulator_queue_url(endpoint, "gone")
+    for queue in ("gone-replies.fifo", url):
+        with pytest.raises(QueueUnavailable, match=f"{re.escape(queue)}.*could not publish the reply"):
+            await SqsReplyPublisher(client).publish(queue, "done", group_id="j1", dedup_id="j1")

@@ -137,3 +137,35 @@ def test_many_jobs_two_workers_one_killed_every_job_completes_once(production: d
 
     metrics = httpx.get(f"{base}/metrics").text
     assert f"firmsift_jobs_accepted_total {float(JOBS)}" in metrics
+
+
+def test_an_unreachable_sqs_is_503_and_the_job_is_never_left_pending(tmp_path: Path) -> None:
+    """The publish gap on SQS: the row is written, the publish fails, the caller gets 503 and
+    the job is marked FAILED instead of waiting forever for a message that does not exist."""
+    with postgres_engine() as engine:
+        processes = Processes(tmp_path)
+        processes.env = {
+            "FIRMSIFT_DATABASE_URL": engine.url.render_as_string(hide_password=False),
+            "FIRMSIFT_QUEUE_BACKEND": "sqs",
+            "FIRMSIFT_SQS_QUEUE_URL": f"http://127.0.0.1:{free_port()}/000000000000/firmsift-jobs.fifo",
+            "FIRMSIFT_SQS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+            "FIRMSIFT_AWS_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test-secret-never-logged",
+        }
+        try:
+            port = free_port()
+            api = processes.firmsift("api", "api", "--port", str(port))
+            base = f"http://127.0.0.1:{port}"
+            wait_healthy(base, api)
+            ready = httpx.get(f"{base}/readyz", timeout=30)
+            assert ready.status_code == 503 and ready.json()["checks"]["queue"] != "ok"
+            response = httpx.post(f"{base}/domains/classify", json={"domains": ["a.com"]}, timeout=60)
+            assert response.status_code == 503, response.text
+            assert response.json()["error"]["code"] == "queue_unavailable"
+            with engine.connect() as conn:
+                rows = conn.execute(text("SELECT status, error FROM jobs")).all()
+            assert len(rows) == 1 and rows[0][0] == "FAILED" and "could not be queued" in rows[0][1]
+        finally:
+            processes.stop_all()
+        assert "test-secret-never-logged" not in api.log()

@@ -85,7 +85,34 @@ def _m001_initial(dialect: str) -> list[str]:
     ]
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _m001_initial),)
+def _m002_keys_idempotency_leases(_dialect: str) -> list[str]:
+    return [
+        # API keys: only a hash of each key is kept; reply_queues is a JSON list of allowed names.
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            reply_queues TEXT NOT NULL DEFAULT '[]',
+            created_at DOUBLE PRECISION NOT NULL,
+            revoked_at DOUBLE PRECISION)""",
+        # The key that submitted a job ('' when auth is off), and its Idempotency-Key header.
+        "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE jobs ADD COLUMN idempotency_key TEXT",
+        "CREATE UNIQUE INDEX ix_jobs_owner_idempotency_key ON jobs (owner, idempotency_key)",
+        # Who is asking the LLM about a (domain, classifier) right now, across workers, until when.
+        """CREATE TABLE answer_leases (
+            domain TEXT NOT NULL,
+            classifier TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (domain, classifier))""",
+    ]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial", _m001_initial),
+    Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
+)
 
 CREATE_MIGRATIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -18,6 +18,8 @@ jobs = Table(
     Column("error", Text),
     Column("reply_sent", Boolean, nullable=False),
     Column("reply_error", Text),
+    Column("owner", Text, nullable=False),
+    Column("idempotency_key", Text),
 )
 
 job_domains = Table(
@@ -82,5 +84,25 @@ queue_dedup = Table(
     Column("queue", Text, primary_key=True),
     Column("dedup_id", Text, primary_key=True),
     Column("message_id", BigInteger, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("key_hash", Text, nullable=False),
+    Column("reply_queues", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+)
+
+answer_leases = Table(
+    "answer_leases",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("classifier", Text, primary_key=True),
+    Column("holder", Text, nullable=False),
     Column("expires_at", Float, nullable=False),
 )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -18,6 +20,7 @@ from firmsift.domain.prompt import answer_schema, build_prompt
 from firmsift.domain.submit import utc_now
 
 if TYPE_CHECKING:
+    from firmsift.ports.leases import AnswerLeases
     from firmsift.ports.providers import LLM, Search
     from firmsift.ports.repository import AnswerStore, JobRepository, KnownCompanies
 
@@ -38,8 +41,13 @@ class Classification:
     domain_concurrency: int = 10
     now: Callable[[], datetime] = utc_now
     new_marker: Callable[[], str] = lambda: secrets.token_hex(12)
-    inflight: InFlight[Answer] = field(default_factory=InFlight)
+    inflight: InFlight[tuple[Answer, bool]] = field(default_factory=InFlight)
     on_result: Callable[[DomainResult], None] = lambda result: None  # e.g. count domains by path
+    # Across workers: who is asking the LLM about a domain right now (None: this worker only).
+    leases: AnswerLeases | None = None
+    lease_holder: str = field(default_factory=lambda: uuid.uuid4().hex)
+    lease_seconds: float = 20.0  # renewed while the call runs; a dead worker's lease lapses this soon
+    lease_poll_seconds: float = 0.5
 
 
 async def process_job(job_id: str, deps: Classification) -> Job | None:
@@ -67,6 +75,9 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
         async with slots:
             result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps)
             await deps.jobs.save_result(job.id, result, answer)
+            if answer is not None and deps.leases is not None:
+                # Only now that the answer is stored may another worker look for it.
+                await deps.leases.release(domain, classifier.name, deps.lease_holder)
             deps.on_result(result)
             log.info("domain answered", extra={"job_id": job.id, "domain": domain, "status": result.status.value,
                                                "source": result.source.value if result.source else None,
@@ -101,11 +112,56 @@ async def _answer_domain(
         ), None
     if cached is not None and is_fresh(cached, deps.now()):
         return DomainResult.from_answer(cached, Source.CACHE), None
-    # Two jobs needing the same uncached domain at once share one LLM call.
-    answer, leader = await deps.inflight.run((classifier.name, domain), lambda: _ask_llm(domain, classifier, deps))
-    if leader:
+    # Two jobs needing the same uncached domain at once share one LLM call: within this worker
+    # by single flight, across workers by a lease in the database.
+    (answer, asked), leader = await deps.inflight.run(
+        (classifier.name, domain), lambda: _ask_once(domain, classifier, deps)
+    )
+    if leader and asked:
         return DomainResult.from_answer(answer, Source.LLM), answer
     return DomainResult.from_answer(answer, Source.CACHE), None
+
+
+async def _ask_once(domain: str, classifier: Classifier, deps: Classification) -> tuple[Answer, bool]:
+    """(answer, True) after asking the LLM ourselves, or (answer, False) when another worker
+    holding the lease stored a fresh one while we waited. The lease is released by the caller
+    once the answer is saved."""
+    if deps.leases is None:
+        return await _ask_llm(domain, classifier, deps), True
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + deps.lease_seconds
+    while loop.time() < deadline:
+        if await deps.leases.acquire(domain, classifier.name, deps.lease_holder, deps.lease_seconds):
+            async with _renewing(deps.leases, domain, classifier.name, deps):
+                return await _ask_llm(domain, classifier, deps), True
+        await asyncio.sleep(deps.lease_poll_seconds)
+        stored = (await deps.answers.get_answers([domain], classifier.name)).get(domain)
+        if stored is not None and is_fresh(stored, deps.now()):
+            return stored, False
+    # The other worker neither answered nor let its lease lapse in time: ask anyway.
+    return await _ask_llm(domain, classifier, deps), True
+
+
+@contextlib.asynccontextmanager
+async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Classification) -> AsyncIterator[None]:
+    """Keep renewing our lease while the LLM call runs, so a slow call keeps it and a dead
+    worker's lease lapses within lease_seconds."""
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(deps.lease_seconds / 3)
+            try:
+                await leases.acquire(domain, classifier, deps.lease_holder, deps.lease_seconds)
+            except Exception:  # noqa: BLE001 - a missed renewal is retried; at worst a second call
+                log.warning("lease renewal failed", extra={"domain": domain})
+
+    task = asyncio.create_task(renew())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) -> Answer:

@@ -169,3 +169,36 @@ async def test_evidence_is_delimited_by_an_unpredictable_marker() -> None:
     users = [call.user for call in deps.llm.history]
     markers = {line for u in users for line in u.splitlines() if line.startswith("<<<EVIDENCE ")}
     assert len(markers) == 2  # one fresh marker per prompt
+
+
+async def test_two_workers_needing_the_same_domain_at_once_share_one_llm_call() -> None:
+    from firmsift.adapters.memory_leases import InMemoryLeases
+
+    llm = ScriptedLLM(YES, delay=0.1)
+    store, first = make(llm=llm)
+    leases = InMemoryLeases()
+    first.leases = leases
+    first.lease_poll_seconds = 0.01
+    # A second worker: its own single flight, the same database (store) and leases.
+    second = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                            catalog=first.catalog, llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
+                            leases=leases, lease_poll_seconds=0.01)
+    await add_job(store, "shared.com", "a-only.com", job_id="job-a")
+    await add_job(store, "shared.com", "b-only.com", job_id="job-b")
+    done_a, done_b = await asyncio.gather(process_job("job-a", first), process_job("job-b", second))
+    assert llm.calls_about("shared.com") == 1
+    sources = sorted(r.source.value for j in (done_a, done_b) for r in j.results if r.domain == "shared.com")
+    assert sources == ["cache", "llm"]
+    assert leases.held == {}  # every lease given back once its answer was stored
+
+
+async def test_a_lapsed_lease_of_a_dead_worker_does_not_block_the_domain() -> None:
+    from firmsift.adapters.memory_leases import InMemoryLeases
+
+    store, deps = make()
+    deps.leases = InMemoryLeases()
+    await deps.leases.acquire("a.com", "cpg", "dead-worker", ttl_seconds=0.05)
+    deps.lease_poll_seconds = 0.01
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert job.results[0].source is Source.LLM and len(deps.llm.history) == 1

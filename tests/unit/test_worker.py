@@ -1,6 +1,7 @@
 """The queue consumer on in-memory fakes: acknowledge only after success, replies, poison messages."""
 
 import asyncio
+import contextlib
 import json
 from datetime import datetime, timezone
 
@@ -126,3 +127,74 @@ async def test_worker_runs_jobs_until_stopped(parts) -> None:
     await asyncio.wait_for(run, 5)
     assert await statuses() == {JobStatus.DONE}
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
+
+
+async def test_a_slow_job_keeps_its_message_hidden_until_it_is_done() -> None:
+    """The heartbeat: with a 0.3 s visibility timeout and a 1 s LLM call, a second worker polling
+    the same queue never gets the message while the first still works on it."""
+    store = InMemoryStore()
+    queue = InMemoryQueue("jobs", visibility_timeout=0.3, max_receives=10)
+    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                    llm=ScriptedLLM(YES, delay=1.0), catalog=load_catalog(),
+                                    llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, InMemoryReplyPublisher(), classification,
+                    WorkerConfig(wait_time=0, visibility_timeout=0.3, max_job_seconds=60, max_jobs=1))
+    await add_job(store, queue, "slow-job")
+    [message] = await queue.receive()
+    handling = asyncio.create_task(worker.handle(message))
+    stolen = []
+    while not handling.done():
+        stolen += await queue.receive(wait_seconds=0.05)
+    await handling
+    assert stolen == []
+    assert (await store.get_job("slow-job")).status is JobStatus.DONE
+    assert await queue.approximate_counts() == {"visible": 0, "in_flight": 0}
+
+
+async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> None:
+    store = InMemoryStore()
+    queue = InMemoryQueue("jobs", visibility_timeout=0.3, max_receives=10)
+    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                    llm=ScriptedLLM(YES, delay=30), catalog=load_catalog(),
+                                    llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, InMemoryReplyPublisher(), classification,
+                    WorkerConfig(wait_time=0, visibility_timeout=0.3, max_job_seconds=0.6, max_jobs=1))
+    await add_job(store, queue, "hung-job")
+    [message] = await queue.receive()
+    handling = asyncio.create_task(worker.handle(message))
+    redelivered = []
+    for _ in range(40):
+        redelivered = await queue.receive(wait_seconds=0.05)
+        if redelivered:
+            break
+    handling.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await handling
+    assert redelivered and redelivered[0].receive_count == 2  # handed on once the cap ran out
+
+
+@pytest.mark.parametrize(("llm_delay", "finished"), [(0.1, True), (5.0, False)])
+async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_delay: float, finished: bool) -> None:
+    store = InMemoryStore()
+    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=10)
+    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                    llm=ScriptedLLM(YES, delay=llm_delay), catalog=load_catalog(),
+                                    llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, InMemoryReplyPublisher(), classification,
+                    WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=2,
+                                 shutdown_grace=0.5))
+    await add_job(store, queue, "job-1")
+    stop = asyncio.Event()
+    run = asyncio.create_task(worker.run(stop))
+    while (await queue.approximate_counts())["in_flight"] == 0:
+        await asyncio.sleep(0.01)
+    stop.set()
+    started = asyncio.get_running_loop().time()
+    await asyncio.wait_for(run, 5)
+    assert asyncio.get_running_loop().time() - started < 2
+    counts = await queue.approximate_counts()
+    if finished:
+        assert (await store.get_job("job-1")).status is JobStatus.DONE and counts["in_flight"] == 0
+    else:
+        # Unfinished: not deleted, so it comes back to another worker after its visibility timeout.
+        assert (await store.get_job("job-1")).status is JobStatus.RUNNING and counts["in_flight"] == 1

@@ -14,7 +14,7 @@ import httpx
 import tldextract
 
 from firmsift.adapters.address_policy import Resolver, first_refused, resolve_addresses
-from firmsift.adapters.html_evidence import TITLE_CHARS, bounded, extract_page
+from firmsift.adapters.html_evidence import TITLE_CHARS, PageText, bounded, extract_page
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
@@ -88,11 +88,14 @@ class HomepageSearch:
         try:
             async with asyncio.timeout(self._total_timeout):
                 page = await self._fetch_either_scheme(domain)
+                # Parsing half a megabyte of hostile HTML is CPU work: off the event loop, so
+                # heartbeats, leases and the API keep running, and inside the time limit.
+                text = await asyncio.to_thread(extract_page, page.html, text_chars=self._snippet_chars)
         except TimeoutError:
             raise ProviderError(
                 f"homepage: {domain} took longer than {self._total_timeout:g}s"
             ) from None
-        return self._evidence(domain, page)
+        return self._evidence(domain, page, text)
 
     async def aclose(self) -> None:
         """Close the HTTP client, if one was created."""
@@ -197,8 +200,7 @@ class HomepageSearch:
             )
         return self._client
 
-    def _evidence(self, domain: str, page: _Page) -> list[Evidence]:
-        text = extract_page(page.html, text_chars=self._snippet_chars)
+    def _evidence(self, domain: str, page: _Page, text: PageText) -> list[Evidence]:
         note = f"{domain} redirected to {', '.join(page.left_for)}" if page.left_for else ""
         og_about = text.og_description if text.og_description != text.description else ""
         parts = [part for part in (note, text.description, og_about, text.text) if part]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as html_entities
 import re
+from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -36,6 +37,7 @@ _INLINE = frozenset(
 _HIDING_STYLES = ("display:none", "visibility:hidden", "visibility:collapse")
 
 TITLE_CHARS = 200
+MAX_OPEN_ELEMENTS = 2000
 
 
 def clean_text(text: str) -> str:
@@ -109,6 +111,10 @@ class _PageParser(HTMLParser):
     def __init__(self, text_chars: int) -> None:
         super().__init__(convert_charrefs=True)
         self._open: list[tuple[str, bool]] = []
+        # How many of each tag are open: an end tag's match is found in O(1), not by scanning the
+        # stack, so "<div>"*50000 + "</p>"*60000 costs linear time, not minutes.
+        self._open_counts: Counter[str] = Counter()
+        self._too_deep = False
         self._hidden_depth = 0
         self._titles_open = 0
         self._title_done = False
@@ -137,6 +143,8 @@ class _PageParser(HTMLParser):
         return "".join(self._pieces)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._too_deep:
+            return
         values = {name: value or "" for name, value in attrs}
         hidden = self._hidden_depth > 0
         if tag == "meta" and not hidden:
@@ -145,8 +153,13 @@ class _PageParser(HTMLParser):
             self._separate()
         if tag in _VOID:
             return
+        if len(self._open) >= MAX_OPEN_ELEMENTS:
+            # No real page nests this deep; stop reading rather than risk showing hidden text.
+            self._too_deep = True
+            return
         hides = _hides(tag, values)
         self._open.append((tag, hides))
+        self._open_counts[tag] += 1
         self._hidden_depth += hides
         self._titles_open += tag == "title"
 
@@ -157,10 +170,11 @@ class _PageParser(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag not in _INLINE:
             self._separate()
-        if not any(open_tag == tag for open_tag, _ in self._open):
+        if self._too_deep or not self._open_counts[tag]:
             return
         while self._open:
             open_tag, hides = self._open.pop()
+            self._open_counts[open_tag] -= 1
             self._hidden_depth -= hides
             if open_tag == "title":
                 self._titles_open -= 1
@@ -169,6 +183,8 @@ class _PageParser(HTMLParser):
                 return
 
     def handle_data(self, data: str) -> None:
+        if self._too_deep:
+            return
         if self._titles_open:
             # Only the first visible title counts; no title is ever page text.
             if not (self._title_done or self._hidden_depth) and len(self.title) < TITLE_CHARS:

@@ -157,3 +157,13 @@ def test_never_raises_and_never_returns_invisible_characters(text: str) -> None:
 def test_never_raises_on_markup_soup(text: str) -> None:
     assert_clean(extract_page(text))
     assert not any(char in ZERO_WIDTH for char in text_from_fragment(text, 50))
+
+
+def test_hostile_nesting_is_linear_and_hides_nothing() -> None:
+    import time
+
+    page = "<div>" * 50_000 + "</p>" * 60_000 + "<div hidden>" + "<b>" * 3000 + "secret" + "</b>" * 3000 + "</div>"
+    started = time.process_time()
+    text = extract_page(page, text_chars=500)
+    assert time.process_time() - started < 5  # was minutes with a stack scan per end tag
+    assert "secret" not in text.text

@@ -19,9 +19,13 @@ def max_age(confidence: int | None) -> timedelta | None:
     return None
 
 
-def is_fresh(answer: Answer, now: datetime) -> bool:
-    """True when `answer` may be reused instead of asking again. FAILED answers never are."""
+def is_fresh(answer: Answer, now: datetime, prompt_version: str | None = None) -> bool:
+    """True when `answer` may be reused instead of asking again. FAILED answers never are, nor
+    answers given under another prompt version than `prompt_version` (when one is given): a
+    changed prompt is a new question."""
     if answer.status is not ResultStatus.DONE or answer.answer is None:
+        return False
+    if prompt_version is not None and answer.prompt_version != prompt_version:
         return False
     limit = max_age(answer.confidence)
     return limit is not None and now - answer.answered_at < limit

@@ -48,6 +48,7 @@ class Classification:
     lease_holder: str = field(default_factory=lambda: uuid.uuid4().hex)
     lease_seconds: float = 20.0  # renewed while the call runs; a dead worker's lease lapses this soon
     lease_poll_seconds: float = 0.5
+    lease_wait_seconds: float = 300.0  # longest wait for another worker's answer before asking anyway
 
 
 async def process_job(job_id: str, deps: Classification) -> Job | None:
@@ -83,7 +84,11 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
                                                "source": result.source.value if result.source else None,
                                                "error": result.error})
 
-    await asyncio.gather(*(run(domain) for domain in pending))
+    # A TaskGroup, not gather: if one domain's save fails (a database blip), its siblings are
+    # cancelled instead of running on detached while the message comes back to another worker.
+    async with asyncio.TaskGroup() as group:
+        for domain in pending:
+            group.create_task(run(domain))
     finished = await deps.jobs.get_job(job.id)
     assert finished is not None
     all_failed = all(r.status is ResultStatus.FAILED for r in finished.results)
@@ -110,7 +115,7 @@ async def _answer_domain(
             reason=f"Listed as a known CPG company{label}: {company.domain}",
             source=Source.KNOWN_COMPANY,
         ), None
-    if cached is not None and is_fresh(cached, deps.now()):
+    if cached is not None and is_fresh(cached, deps.now(), classifier.prompt_version):
         return DomainResult.from_answer(cached, Source.CACHE), None
     # Two jobs needing the same uncached domain at once share one LLM call: within this worker
     # by single flight, across workers by a lease in the database.
@@ -129,14 +134,16 @@ async def _ask_once(domain: str, classifier: Classifier, deps: Classification) -
     if deps.leases is None:
         return await _ask_llm(domain, classifier, deps), True
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + deps.lease_seconds
+    # The holder renews its lease while it works, so wait as long as a slow call may take; a
+    # dead holder's lease lapses within lease_seconds and we take it over.
+    deadline = loop.time() + deps.lease_wait_seconds
     while loop.time() < deadline:
         if await deps.leases.acquire(domain, classifier.name, deps.lease_holder, deps.lease_seconds):
             async with _renewing(deps.leases, domain, classifier.name, deps):
                 return await _ask_llm(domain, classifier, deps), True
         await asyncio.sleep(deps.lease_poll_seconds)
         stored = (await deps.answers.get_answers([domain], classifier.name)).get(domain)
-        if stored is not None and is_fresh(stored, deps.now()):
+        if stored is not None and is_fresh(stored, deps.now(), classifier.prompt_version):
             return stored, False
     # The other worker neither answered nor let its lease lapse in time: ask anyway.
     return await _ask_llm(domain, classifier, deps), True

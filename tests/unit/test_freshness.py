@@ -34,3 +34,12 @@ def test_guesses_are_never_reused(confidence: int | None) -> None:
 
 def test_failed_answers_are_never_reused() -> None:
     assert not is_fresh(answer(5, timedelta(0), ResultStatus.FAILED), NOW)
+
+
+def test_an_answer_to_another_prompt_version_is_stale() -> None:
+    given = answer(5, timedelta(0))
+    assert is_fresh(given, NOW)
+    assert not is_fresh(given, NOW, prompt_version="cpg-v2")
+    from dataclasses import replace
+
+    assert is_fresh(replace(given, prompt_version="cpg-v2"), NOW, prompt_version="cpg-v2")

@@ -32,7 +32,8 @@ async def add_job(store: InMemoryStore, *domains: str, job_id: str = "job-1") ->
 
 def cached(domain: str, confidence: int, age_days: float, status: ResultStatus = ResultStatus.DONE) -> Answer:
     return Answer(domain=domain, classifier="cpg", status=status, answered_at=NOW - timedelta(days=age_days),
-                  source=Source.LLM, answer=status is ResultStatus.DONE or None, confidence=confidence, reason="old")
+                  source=Source.LLM, answer=status is ResultStatus.DONE or None, confidence=confidence, reason="old",
+                  prompt_version=load_catalog()["cpg"].prompt_version)
 
 
 async def test_uncached_domains_cost_one_llm_call_each_and_are_cached() -> None:
@@ -66,6 +67,16 @@ async def test_stale_or_unsure_cache_is_asked_again(confidence: int, age: float)
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].source is Source.LLM
+    assert len(deps.llm.history) == 1
+
+
+async def test_an_answer_to_an_older_prompt_is_asked_again() -> None:
+    from dataclasses import replace
+
+    store, deps = make()
+    store.answers[("a.com", "cpg")] = replace(cached("a.com", 5, age_days=1), prompt_version="cpg-old")
+    await add_job(store, "a.com")
+    await process_job("job-1", deps)
     assert len(deps.llm.history) == 1
 
 

@@ -71,9 +71,12 @@ class ClassifyClient:
             error = _error(response)
             details = error.get("details") or []
             if response.status_code == 422 and error.get("code") == "invalid_domains" and details:
-                bad = {d["value"] for d in details if isinstance(d.get("value"), str)}
-                run.rejected.extend({"domain": d["value"], "status": "REJECTED", "error": d["reason"]} for d in details)
-                batch = [d for d in batch if d not in bad]
+                remaining = [d for d in batch if not any(_same_value(d, item.get("value")) for item in details)]
+                if len(remaining) == len(batch):
+                    raise ClientError(f"API rejected domains it did not identify: {error.get('message')}")
+                run.rejected.extend({"domain": d, "status": "REJECTED", "error": _reason(d, details)}
+                                    for d in batch if d not in remaining)
+                batch = remaining
                 continue
             raise ClientError(f"API refused the job ({response.status_code}): {error.get('message', response.text[:200])}")
         return None
@@ -108,6 +111,17 @@ class ClassifyClient:
                     return response
             time.sleep(min(2**attempt, 10))
         raise AssertionError("unreachable")
+
+
+def _same_value(sent: str, echoed: object) -> bool:
+    """The API echoes long values cut short and marked with an ellipsis."""
+    if not isinstance(echoed, str):
+        return False
+    return sent == echoed or (echoed.endswith("…") and sent.startswith(echoed[:-1]))
+
+
+def _reason(sent: str, details: list[dict[str, Any]]) -> str:
+    return next(str(item.get("reason")) for item in details if _same_value(sent, item.get("value")))
 
 
 def _error(response: httpx.Response) -> dict[str, Any]:

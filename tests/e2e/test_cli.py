@@ -108,7 +108,7 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
 
         source = tmp_path / "in.csv"
         source.write_text("company,site\nA,acme-snacks.com\nB,https://www.citybank.com\nC,localhost\n"
-                          "D,d1.com\nE,d2.com\nF,d3.com\nG,d4.com\n")
+                          "D,d1.com\nE,d2.com\nF,d3.com\nG,d4.com\nH," + "x" * 300 + ".com\n")
         out = tmp_path / "out.csv"
         env = {**processes.env}
         result = firmsift("classify", "--csv", str(source), "--column", "site", "extra-brand.com",
@@ -120,10 +120,11 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
         rows = list(csv.DictReader(io.StringIO(out.read_text())))
         by_domain = {r["domain"]: r for r in rows}
         assert by_domain["localhost"]["status"] == "REJECTED"
+        assert by_domain["x" * 300 + ".com"]["status"] == "REJECTED"  # echoed cut short, still matched
         assert by_domain["citybank.com"]["answer"] == "False"
         assert by_domain["acme-snacks.com"]["answer"] == "True"
-        assert {r["status"] for r in rows if r["domain"] != "localhost"} == {"DONE"}
-        assert len({r["job_id"] for r in rows if r["job_id"]}) == 3  # 8 inputs, 7 valid, jobs of <= 3
+        assert {r["status"] for r in rows if r["domain"] != "localhost" and len(r["domain"]) < 300} == {"DONE"}
+        assert len({r["job_id"] for r in rows if r["job_id"]}) == 3  # 9 inputs, 7 valid, jobs of <= 3
 
         as_json = firmsift("classify", "acme-snacks.com", "--api", f"http://127.0.0.1:{port}", "--format", "json",
                            env=env)

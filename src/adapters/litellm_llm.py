@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 import logging
 import os
 import re
@@ -20,9 +21,11 @@ os.environ["LITELLM_OFFLINE_MODE"] = "true"
 os.environ["LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"] = "True"
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 
+import httpx  # noqa: E402 - litellm's own transport; its errors name transport failures too
 import litellm  # noqa: E402 - must follow the environment set-up above
 import openai  # noqa: E402 - litellm's own dependency; its exception types name transport failures
 
+from firmsift.adapters.retrying import retry_after_seconds  # noqa: E402
 from firmsift.domain.errors import ProviderError  # noqa: E402
 from firmsift.ports.providers import Completion  # noqa: E402
 
@@ -98,7 +101,10 @@ class LiteLLM:
                     mode = OutputMode(mode + 1)
                     self.mode = max(self.mode, mode)
                     continue
-                raise ProviderError(self._describe(exc)) from None  # the cause may quote the key
+                transient = is_transient(exc)
+                wait = retry_after_seconds(_response_headers(exc)) if transient else None
+                # from None: the cause may quote the key.
+                raise ProviderError(self._describe(exc), retryable=transient, retry_after=wait) from None
             return self._completion(response)
 
     async def _request(self, messages: list[dict[str, str]], fmt: dict[str, Any] | None) -> Any:
@@ -123,7 +129,9 @@ class LiteLLM:
             async with asyncio.timeout(self.timeout + _GRACE_SECONDS):
                 return await litellm.acompletion(**options)
         except TimeoutError:
-            raise ProviderError(f"{self.model}: no answer within {self.timeout:g}s (timeout)") from None
+            raise ProviderError(
+                f"{self.model}: no answer within {self.timeout:g}s (timeout)", retryable=True
+            ) from None
 
     def _completion(self, response: Any) -> Completion:
         choices = getattr(response, "choices", None) or []
@@ -184,6 +192,35 @@ def refuses_output_format(exc: Exception) -> bool:
         return False
     text = str(getattr(exc, "message", None) or exc).lower()
     return any(word in text for word in _FORMAT_WORDS)
+
+
+def is_transient(exc: Exception) -> bool:
+    """True when the same request may succeed later: it timed out, the provider could not be
+    reached, limited the rate (429), timed the request out (408) or failed on its side (5xx).
+
+    litellm also reports a body it could not read as an HTTP 500, although the provider answered
+    200: that is not transient (the same answer would come back). It is told apart by carrying no
+    response headers of the provider's, which a real 5xx always has.
+    """
+    if _caused_by(exc, (openai.APIConnectionError, ConnectionError, httpx.TransportError)):
+        return True  # litellm.Timeout is an APIConnectionError too
+    if _caused_by(exc, (json.JSONDecodeError,)):
+        return False
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, litellm.RateLimitError) or status in (408, 429):
+        return True
+    return isinstance(status, int) and status >= 500 and bool(_response_headers(exc))
+
+
+def _response_headers(exc: Exception) -> Any:
+    """The provider's response headers kept on a litellm exception (httpx.Headers), or None."""
+    try:
+        headers = getattr(exc, "litellm_response_headers", None)
+        if not headers:
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+        return headers or None
+    except Exception:  # noqa: BLE001 - a half-built exception must not hide the provider's error
+        return None
 
 
 def _kind_of_failure(exc: Exception, status: object) -> str:

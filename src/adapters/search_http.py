@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from firmsift.adapters.html_evidence import bounded, text_from_fragment
+from firmsift.adapters.retrying import retry_after_seconds
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
@@ -52,17 +53,27 @@ async def request_json(
 
     Every failure becomes a ProviderError naming the provider. Messages are built from the
     status code and the exception type only, never from headers or response bodies, which
-    could carry (or echo) the API key."""
+    could carry (or echo) the API key. Timeouts, lost connections, 408, 429 and 5xx are marked
+    retryable, with the Retry-After the provider sent; anything else would fail the same again."""
     try:
         async with asyncio.timeout(timeout):
             response = await client.request(method, url, timeout=timeout, **kwargs)
     except (httpx.TimeoutException, TimeoutError):
-        raise ProviderError(f"{provider}: search timed out after {timeout:g}s") from None
+        raise ProviderError(f"{provider}: search timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as exc:
-        raise ProviderError(f"{provider}: search request failed ({type(exc).__name__})") from None
+        # A dropped or refused connection may work next time; a bad URL, protocol or redirect will not.
+        retryable = isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError))
+        raise ProviderError(
+            f"{provider}: search request failed ({type(exc).__name__})", retryable=retryable
+        ) from None
     if not response.is_success:
-        hint = _HINTS.get(response.status_code, "")
-        raise ProviderError(f"{provider}: search answered HTTP {response.status_code}{hint}")
+        status = response.status_code
+        retryable = status in (408, 429) or status >= 500
+        raise ProviderError(
+            f"{provider}: search answered HTTP {status}{_HINTS.get(status, '')}",
+            retryable=retryable,
+            retry_after=retry_after_seconds(response.headers) if retryable else None,
+        )
     try:
         return response.json()
     except ValueError:

@@ -68,6 +68,16 @@ class StaleReceipt(FirmsiftError):
 
 
 class ProviderError(FirmsiftError):
-    """An LLM or search provider failed for one domain; the job carries on."""
+    """An LLM or search provider failed for one domain; the job carries on.
+
+    `retryable` says whether the same call may succeed if tried again later (the provider was
+    busy, slow, unreachable or failed on its side), as opposed to a refusal or an answer that
+    would come back the same. `retry_after` is the wait in seconds the provider asked for, if any.
+    """
 
     code = "provider_error"
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import re
 import sys
 import threading
@@ -29,7 +30,9 @@ _ANSWER_FIELD = re.compile(r"\b(is_[a-z0-9_]+)\b")
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer. `body` (bytes or str) is sent verbatim instead of a chat completion."""
+    """One scripted answer. `body` (bytes or str) is sent verbatim instead of a chat completion;
+    `headers` are added to the response (e.g. Retry-After); a `delay` of math.inf hangs until
+    the server stops (a provider that accepts the request and never answers)."""
 
     content: str | None = None
     finish_reason: str | None = "stop"
@@ -38,6 +41,7 @@ class Reply:
     body: bytes | str | None = None
     refusal: str | None = None
     model: str = "fake-model"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,9 +122,10 @@ class FakeLLMServer:
         delay: float = 0.0,
         body: bytes | str | None = None,
         refusal: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """Queue one reply for the next request that is not refused by a reject_* mode."""
-        reply = Reply(content, finish_reason, status, delay, body, refusal)
+        reply = Reply(content, finish_reason, status, delay, body, refusal, headers=tuple((headers or {}).items()))
         with self._lock:
             self._queue.append(reply)
 
@@ -145,8 +150,8 @@ class FakeLLMServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def respond(self, received: ReceivedRequest) -> tuple[int, bytes, float]:
-        """Record the request and decide the (status, body, delay) to answer it with."""
+    def respond(self, received: ReceivedRequest) -> tuple[int, bytes, float, tuple[tuple[str, str], ...]]:
+        """Record the request and decide the (status, body, delay, extra headers) to answer it with."""
         refusal = self._refusal(received)
         with self._lock:
             self.requests.append(received)
@@ -154,10 +159,11 @@ class FakeLLMServer:
         if reply is None:
             reply = self.default or Reply(content=json.dumps(scripted_answer(received.body, self.decision)))
         self._log(received, reply)
-        return reply.status, _encode(reply), max(reply.delay, self.delay)
+        return reply.status, _encode(reply), max(reply.delay, self.delay), reply.headers
 
     def wait(self, seconds: float) -> None:
-        self._stopping.wait(seconds)
+        # Event.wait refuses an infinite timeout; None waits until stop() sets the event.
+        self._stopping.wait(None if math.isinf(seconds) else seconds)
 
     def _refusal(self, received: ReceivedRequest) -> Reply | None:
         kind = received.response_format_type
@@ -198,18 +204,20 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw
             headers = {name.lower(): value for name, value in self.headers.items()}
-            status, payload, delay = server.respond(ReceivedRequest(self.path, headers, body))
+            status, payload, delay, extra = server.respond(ReceivedRequest(self.path, headers, body))
             if delay:
                 server.wait(delay)
-            self._send(status, payload)
+            self._send(status, payload, extra)
 
-        def _send(self, status: int, payload: bytes) -> None:
+        def _send(self, status: int, payload: bytes, extra: tuple[tuple[str, str], ...] = ()) -> None:
             self.close_connection = True
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.send_header("Connection", "close")
+                for name, value in extra:
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
             except OSError:

@@ -1,0 +1,237 @@
+"""Retries with exponential backoff and full jitter for the LLM and search ports, honouring Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import timezone
+from typing import Any, Literal, TypeVar
+
+from firmsift.domain.errors import ProviderError
+from firmsift.domain.model import Evidence
+from firmsift.ports.providers import LLM, Completion, Search
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[object]]
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# 2**1000 is still a finite float: a huge retry number saturates at max_delay instead of overflowing.
+_MAX_EXPONENT = 1000
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How one provider call is tried again after a retryable ProviderError.
+
+    The wait before retry n (n = 1 before the second attempt) is drawn uniformly from
+    [0, min(max_delay, base_delay * 2**(n-1))] ("full jitter"), so workers that failed together
+    do not come back together; jitter="none" waits the whole ceiling. A provider's Retry-After
+    is a floor, even above max_delay: coming back sooner would only be refused again. A
+    Retry-After above max_retry_after fails the call at once rather than hold a worker (and its
+    job's message) that long. `deadline` bounds the whole call, attempts and waits included: no
+    wait starts that would end past it, and the attempt running when it passes is cut short.
+    """
+
+    attempts: int = 4  # in all, the first one included
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    jitter: Literal["full", "none"] = "full"
+    deadline: float | None = 120.0
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        if self.base_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
+            raise ValueError("delays cannot be negative")
+        if self.jitter not in ("full", "none"):
+            raise ValueError(f"jitter must be 'full' or 'none', not {self.jitter!r}")
+        if self.deadline is not None and self.deadline <= 0:
+            raise ValueError("deadline must be positive (or None for no deadline)")
+
+    def backoff(self, retry: int, draw: float) -> float:
+        """The backoff before retry number `retry` (1-based), given a uniform draw from [0, 1)."""
+        ceiling = min(self.max_delay, self.base_delay * 2.0 ** min(retry - 1, _MAX_EXPONENT))
+        return ceiling * draw if self.jitter == "full" else ceiling
+
+    def delay(self, retry: int, draw: float, retry_after: float | None = None) -> float:
+        """The wait before retry number `retry`: the backoff, or the provider's Retry-After if longer."""
+        backoff = self.backoff(retry, draw)
+        return backoff if retry_after is None else max(backoff, retry_after)
+
+
+class Retrier:
+    """Runs provider calls under one RetryPolicy: the engine of RetryingLLM and RetryingSearch.
+
+    `sleep`, `random` and `clock` (monotonic seconds) are injectable so that tests can check the
+    exact schedule without waiting for it."""
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        random: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.policy = policy
+        self._sleep = sleep
+        self._random = random
+        self._clock = clock
+
+    async def run(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """The result of the first attempt that succeeds.
+
+        Only a retryable ProviderError is tried again; any other error passes through at once
+        (a ProviderError unchanged after one attempt). When the call gives up, the ProviderError
+        raised says how many attempts were made and why it stopped. `what` names the provider.
+        """
+        started = self._clock()
+        number = 0
+        while True:
+            number += 1
+            timer = asyncio.timeout(self._time_left(started))
+            try:
+                async with timer:
+                    return await attempt()
+            except ProviderError as error:
+                delay = self._wait_or_give_up(error, number, started)
+                log.warning("provider call failed, trying again", extra={
+                    "provider": what, "attempt": number, "retry_in": round(delay, 3), "error": str(error)})
+            except TimeoutError:
+                if not timer.expired():
+                    raise  # not ours: the attempt's own business
+                raise ProviderError(
+                    f"{what}: no answer within the {self.policy.deadline:g}s deadline "
+                    f"(gave up after {_attempts(number)})",
+                    retryable=True,
+                ) from None
+            await self._sleep(delay)
+
+    def _time_left(self, started: float) -> float | None:
+        if self.policy.deadline is None:
+            return None
+        return self.policy.deadline - (self._clock() - started)
+
+    def _wait_or_give_up(self, error: ProviderError, number: int, started: float) -> float:
+        """The wait before the next attempt; raises the final error when there is to be none."""
+        policy = self.policy
+        if not error.retryable:
+            if number == 1:
+                raise error
+            raise _final(error, f"after {_attempts(number)}") from error
+        if number >= policy.attempts:
+            raise _final(error, f"gave up after {_attempts(number)}") from error
+        retry_after = error.retry_after
+        if retry_after is not None and retry_after > policy.max_retry_after:
+            raise _final(error, f"gave up after {_attempts(number)}: the provider asked to wait "
+                                f"{retry_after:g}s, more than the {policy.max_retry_after:g}s allowed") from error
+        delay = policy.delay(number, self._random(), retry_after)
+        left = self._time_left(started)
+        if left is not None and delay >= left:
+            raise _final(error, f"gave up after {_attempts(number)}: waiting {delay:.3g}s more "
+                                f"would pass the {policy.deadline:g}s deadline") from error
+        return delay
+
+
+class ClosesInner:
+    """aclose() for a port decorator: closes the port it wraps, when that one has anything to close."""
+
+    inner: Any
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class RetryingLLM(ClosesInner):
+    """An LLM whose transient failures (rate limits, timeouts, 5xx, lost connections) are tried
+    again under a RetryPolicy. Each attempt keeps the wrapped adapter's own timeout."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        policy: RetryPolicy,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        random: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.inner = llm
+        self.model = llm.model
+        self.retrier = Retrier(policy, sleep=sleep, random=random, clock=clock)
+
+    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
+        return await self.retrier.run(
+            self.model, lambda: self.inner.complete(system, user, json_schema=json_schema)
+        )
+
+
+class RetryingSearch(ClosesInner):
+    """A search provider whose transient failures are tried again under a RetryPolicy."""
+
+    def __init__(
+        self,
+        search: Search,
+        policy: RetryPolicy,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        random: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.inner = search
+        self.name = search.name
+        self.retrier = Retrier(policy, sleep=sleep, random=random, clock=clock)
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        return await self.retrier.run(self.name, lambda: self.inner.gather(domain))
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """The wait a provider asked for in its response headers, in seconds, or None.
+
+    `retry-after-ms` (sent by OpenAI and Azure) is read before `Retry-After`, which is either
+    a number of seconds or an HTTP-date (RFC 9110, 10.2.3); a date already past means no wait.
+    A value that cannot be read is ignored rather than trusted. `now` is Unix time, for tests.
+    """
+    if not headers:
+        return None
+    fields = {str(name).lower(): str(value).strip() for name, value in headers.items()}
+    millis = _seconds(fields.get("retry-after-ms", ""))
+    if millis is not None:
+        return millis / 1000
+    value = fields.get("retry-after", "")
+    seconds = _seconds(value)
+    if seconds is not None or not value:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000" parses naive; HTTP-dates are always GMT
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _seconds(text: str) -> float | None:
+    if not _NUMBER.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _final(error: ProviderError, note: str) -> ProviderError:
+    return ProviderError(f"{error} ({note})", retryable=error.retryable, retry_after=error.retry_after)
+
+
+def _attempts(number: int) -> str:
+    return f"{number} attempt" if number == 1 else f"{number} attempts"

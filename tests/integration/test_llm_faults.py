@@ -1,0 +1,260 @@
+"""The real litellm adapter, retried and rate-limited, against a misbehaving OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import traceback
+from collections.abc import Iterator
+from email.utils import formatdate
+from typing import Any
+
+import pytest
+
+from firmsift.adapters.litellm_llm import LiteLLM
+from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM
+from firmsift.adapters.retrying import RetryingLLM, RetryPolicy
+from firmsift.domain.errors import ProviderError
+from firmsift.ports.providers import LLM, Completion
+from tests.support.fake_llm_server import FakeLLMServer, Reply
+
+pytestmark = pytest.mark.anyio
+
+API_KEY = "sk-test-secret"
+SCHEMA: dict[str, Any] = {"title": "answer", "type": "object", "properties": {"is_cpg": {"type": "boolean"}}}
+ANSWER = '{"is_cpg": true, "confidence": 5, "reasoning": "sells snacks"}'
+QUICK = RetryPolicy(attempts=4, base_delay=0.01, jitter="none", deadline=30)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    fake = FakeLLMServer()
+    with fake:
+        yield fake
+
+
+class RecordedSleep:
+    """asyncio.sleep that remembers every wait it was asked for."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await asyncio.sleep(seconds)
+
+
+def real_llm(base_url: str, timeout: float = 10.0) -> LiteLLM:
+    return LiteLLM("openai/fake-model", api_base=base_url, api_key=API_KEY, timeout=timeout)
+
+
+async def ask(llm: LLM) -> Completion:
+    return await llm.complete("You classify companies.", "Domain: acme.com", json_schema=SCHEMA)
+
+
+async def failure(llm: LLM) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        await ask(llm)
+    assert API_KEY not in "".join(traceback.format_exception(caught.value))
+    return caught.value
+
+
+# --- what the adapter tells the retry layer ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "retryable", "retry_after"),
+    [
+        (429, {"Retry-After": "7"}, True, 7.0),
+        (429, {"retry-after-ms": "1500", "Retry-After": "2"}, True, 1.5),
+        (503, {"Retry-After": "3"}, True, 3.0),
+        (500, {}, True, None),
+        (502, {}, True, None),
+        (408, {}, True, None),
+        (400, {"Retry-After": "7"}, False, None),
+        (401, {}, False, None),
+        (403, {}, False, None),
+        (404, {}, False, None),
+    ],
+)
+async def test_http_failures_say_whether_to_retry_and_when(
+    server: FakeLLMServer, status: int, headers: dict[str, str], retryable: bool, retry_after: float | None
+) -> None:
+    server.enqueue(f"failure quoting {API_KEY}", status=status, headers=headers)
+    error = await failure(real_llm(server.base_url))
+    assert (error.retryable, error.retry_after) == (retryable, retry_after)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"body": "{not json"},
+        {"body": '{"id": "no choices"}'},
+        {"body": ""},
+        {"content": '{"is_cpg": tr', "finish_reason": "length"},
+        {"content": None, "refusal": "I can't help with that."},
+        {"content": "  "},
+    ],
+    ids=["malformed-body", "no-choices", "empty-body", "cut-off", "refusal", "blank"],
+)
+async def test_unreadable_refused_or_cut_off_answers_are_not_retryable(
+    server: FakeLLMServer, reply: dict[str, Any]
+) -> None:
+    server.enqueue(**reply)
+    assert (await failure(real_llm(server.base_url))).retryable is False
+
+
+async def test_timeouts_and_refused_connections_are_retryable(server: FakeLLMServer) -> None:
+    server.enqueue(ANSWER, delay=5)
+    assert (await failure(real_llm(server.base_url, timeout=0.3))).retryable is True
+    closed = FakeLLMServer()
+    closed.stop()
+    assert (await failure(real_llm(closed.base_url))).retryable is True
+
+
+# --- retries over the wire ----------------------------------------------------------------
+
+
+async def test_a_429_with_retry_after_is_waited_out_then_answered(server: FakeLLMServer) -> None:
+    server.enqueue("slow down", status=429, headers={"Retry-After": "1"})
+    server.enqueue(ANSWER)
+    sleep = RecordedSleep()
+    started = time.monotonic()
+
+    completion = await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))
+    assert completion.text == ANSWER
+    assert time.monotonic() - started >= 1.0
+    assert sleep.waits == [1.0]
+    assert len(server.requests) == 2
+
+
+async def test_a_503_with_an_http_date_is_waited_out_too(server: FakeLLMServer) -> None:
+    server.enqueue("overloaded", status=503, headers={"Retry-After": formatdate(time.time() + 2, usegmt=True)})
+    server.enqueue(ANSWER)
+    sleep = RecordedSleep()
+
+    assert (await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))).text == ANSWER
+    [wait] = sleep.waits
+    assert 0.5 < wait <= 2.0  # the date has whole seconds
+    assert len(server.requests) == 2
+
+
+async def test_two_500s_then_an_answer(server: FakeLLMServer) -> None:
+    server.enqueue("boom", status=500)
+    server.enqueue("boom", status=500)
+    server.enqueue(ANSWER)
+    sleep = RecordedSleep()
+
+    assert (await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))).text == ANSWER
+    assert sleep.waits == [0.01, 0.02]
+    assert len(server.requests) == 3
+
+
+async def test_persistent_500s_give_up_after_the_attempts_without_leaking_the_key(server: FakeLLMServer) -> None:
+    server.default = Reply(f"Incorrect API key provided: {API_KEY}", status=500)
+
+    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+    assert "HTTP 500" in str(error) and str(error).endswith("(gave up after 4 attempts)")
+    assert len(server.requests) == 4
+
+
+async def test_a_hanging_server_times_out_each_attempt_then_fails_in_bounded_time() -> None:
+    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))
+    with hanging as base_url:
+        started = time.monotonic()
+        error = await failure(RetryingLLM(real_llm(base_url, timeout=0.3), RetryPolicy(attempts=3, base_delay=0.01)))
+        elapsed = time.monotonic() - started
+
+    assert "timed out" in str(error) and "gave up after 3 attempts" in str(error)
+    assert len(hanging.requests) == 3
+    assert 0.9 <= elapsed < 4
+
+
+async def test_the_deadline_bounds_a_hanging_server_across_attempts() -> None:
+    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))
+    policy = RetryPolicy(attempts=10, base_delay=0.01, deadline=1.0)
+    with hanging as base_url:
+        started = time.monotonic()
+        error = await failure(RetryingLLM(real_llm(base_url, timeout=0.4), policy))
+        elapsed = time.monotonic() - started
+
+    assert "1s deadline" in str(error)
+    assert 1 <= len(hanging.requests) <= 3  # each attempt times out after 0.4 s; the deadline cuts the last
+    assert elapsed < 2
+
+
+async def test_a_retry_after_beyond_the_cap_fails_at_once(server: FakeLLMServer) -> None:
+    server.enqueue("come back in an hour", status=429, headers={"Retry-After": "3600"})
+    started = time.monotonic()
+
+    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+    assert "asked to wait 3600s" in str(error)
+    assert time.monotonic() - started < 2
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_client_errors_are_not_retried(server: FakeLLMServer, status: int) -> None:
+    server.enqueue("no", status=status)
+    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+    assert "attempt" not in str(error)
+    assert len(server.requests) == 1
+
+
+async def test_an_unreadable_body_is_not_retried(server: FakeLLMServer) -> None:
+    server.enqueue(body="{not json")
+    await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+    assert len(server.requests) == 1
+
+
+async def test_garbage_content_is_returned_for_the_domain_to_judge(server: FakeLLMServer) -> None:
+    server.enqueue("Well, I'd say yes-ish?")
+    completion = await ask(RetryingLLM(real_llm(server.base_url), QUICK))
+    assert completion.text == "Well, I'd say yes-ish?"
+    assert len(server.requests) == 1
+
+
+async def test_an_unreachable_provider_is_retried_then_reported() -> None:
+    closed = FakeLLMServer()
+    closed.stop()
+    error = await failure(RetryingLLM(real_llm(closed.base_url), RetryPolicy(attempts=2, base_delay=0.01)))
+    assert "could not reach" in str(error) and "gave up after 2 attempts" in str(error)
+
+
+# --- the requests-per-minute budget -------------------------------------------------------
+
+
+class Stamped:
+    """Records when each call reaches the adapter it wraps."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.inner = llm
+        self.model = llm.model
+        self.stamps: list[float] = []
+
+    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
+        self.stamps.append(time.monotonic())
+        return await self.inner.complete(system, user, json_schema=json_schema)
+
+
+async def test_concurrent_calls_beyond_the_budget_queue_up(server: FakeLLMServer) -> None:
+    stamped = Stamped(real_llm(server.base_url))
+    limited = RateLimitedLLM(stamped, RateBudget(300))  # one call every 0.2 s
+
+    answers = await asyncio.gather(*(ask(limited) for _ in range(4)))
+    assert len(answers) == 4 and len(server.requests) == 4
+    gaps = [b - a for a, b in zip(stamped.stamps, stamped.stamps[1:])]
+    assert all(gap >= 0.19 for gap in gaps), gaps
+    assert stamped.stamps[-1] - stamped.stamps[0] < 2
+
+
+async def test_each_retry_spends_the_budget_too(server: FakeLLMServer) -> None:
+    server.enqueue("boom", status=500)
+    stamped = Stamped(real_llm(server.base_url))
+    # The recommended order: retries outside, so every attempt waits for its own slot.
+    llm = RetryingLLM(RateLimitedLLM(stamped, RateBudget(300)), QUICK)
+
+    assert (await ask(llm)).text
+    [first, second] = stamped.stamps
+    assert second - first >= 0.19  # the 0.01 s backoff alone would have been quicker

@@ -1,0 +1,262 @@
+"""Retry policy and the retrying decorators on in-memory fakes: exact schedules on a fake clock."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from email.utils import formatdate
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy, retry_after_seconds
+from firmsift.domain.errors import ProviderError
+from firmsift.domain.model import Evidence
+
+SCHEMA: dict[str, object] = {"type": "object"}
+ANSWER = '{"is_cpg": true, "confidence": 5, "reasoning": "snacks"}'
+
+
+class FakeTime:
+    """A clock that only moves when the code under test sleeps; every sleep is recorded."""
+
+    def __init__(self, on_sleep: Callable[[], object] = lambda: None) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+        self.on_sleep = on_sleep
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        self.on_sleep()
+
+
+def busy(retry_after: float | None = None) -> ProviderError:
+    return ProviderError("fake: HTTP 503", retryable=True, retry_after=retry_after)
+
+
+def retrying(llm: ScriptedLLM, fake: FakeTime, draw: float = 0.5, **policy: object) -> RetryingLLM:
+    return RetryingLLM(llm, RetryPolicy(**policy), sleep=fake.sleep, random=lambda: draw,  # type: ignore[arg-type]
+                       clock=fake.clock)
+
+
+async def ask(llm: RetryingLLM) -> str:
+    return (await llm.complete("system", "Domain: acme.com\n", json_schema=SCHEMA)).text
+
+
+@pytest.mark.anyio
+async def test_backoff_doubles_with_full_jitter_until_an_attempt_succeeds() -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(busy(), busy(), busy())
+
+    assert await ask(retrying(llm, fake, draw=0.5, base_delay=1.0)) == ANSWER
+    assert fake.sleeps == [0.5, 1.0, 2.0]  # half of 1, 2, 4
+    assert len(llm.history) == 4
+
+
+@pytest.mark.anyio
+async def test_without_jitter_the_backoff_is_capped_at_max_delay() -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(*(busy() for _ in range(6)))
+
+    await ask(retrying(llm, fake, attempts=7, base_delay=1.0, max_delay=5.0, jitter="none", deadline=None))
+    assert fake.sleeps == [1.0, 2.0, 4.0, 5.0, 5.0, 5.0]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("retry_after", "expected"), [(7.0, 7.0), (30.0, 30.0), (0.1, 0.5)])
+async def test_retry_after_is_a_floor_even_above_max_delay(retry_after: float, expected: float) -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(busy(retry_after))
+
+    await ask(retrying(llm, fake, base_delay=1.0, max_delay=20.0, max_retry_after=60.0))
+    assert fake.sleeps == [expected]
+    assert len(llm.history) == 2
+
+
+@pytest.mark.anyio
+async def test_a_retry_after_beyond_the_cap_fails_at_once() -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(busy(retry_after=3600))
+
+    with pytest.raises(ProviderError, match=r"asked to wait 3600s, more than the 60s allowed") as caught:
+        await ask(retrying(llm, fake))
+    assert "gave up after 1 attempt" in str(caught.value)
+    assert fake.sleeps == [] and len(llm.history) == 1
+
+
+@pytest.mark.anyio
+async def test_a_non_retryable_error_is_raised_unchanged_after_one_attempt() -> None:
+    refusal = ProviderError("fake: the model refused to answer")
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(refusal)
+
+    with pytest.raises(ProviderError) as caught:
+        await ask(retrying(llm, fake))
+    assert caught.value is refusal
+    assert fake.sleeps == [] and len(llm.history) == 1
+
+
+@pytest.mark.anyio
+async def test_a_non_retryable_error_after_retries_says_how_many_attempts_were_made() -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(busy(), ProviderError("fake: HTTP 400"))
+
+    with pytest.raises(ProviderError, match=r"^fake: HTTP 400 \(after 2 attempts\)$") as caught:
+        await ask(retrying(llm, fake))
+    assert caught.value.retryable is False
+    assert len(llm.history) == 2
+
+
+@pytest.mark.anyio
+async def test_other_exceptions_are_never_retried() -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(RuntimeError("a bug"))
+
+    with pytest.raises(RuntimeError, match="a bug"):
+        await ask(retrying(llm, fake))
+    assert len(llm.history) == 1
+
+
+@pytest.mark.anyio
+async def test_the_final_error_counts_the_attempts_and_keeps_the_last_one() -> None:
+    llm, fake = ScriptedLLM(busy(retry_after=1.0)), FakeTime()
+
+    with pytest.raises(ProviderError, match=r"^fake: HTTP 503 \(gave up after 4 attempts\)$") as caught:
+        await ask(retrying(llm, fake, attempts=4))
+    assert len(llm.history) == 4 and len(fake.sleeps) == 3
+    assert caught.value.retryable is True and caught.value.retry_after == 1.0
+    assert isinstance(caught.value.__cause__, ProviderError)
+
+
+@pytest.mark.anyio
+async def test_no_wait_starts_that_would_end_past_the_deadline() -> None:
+    llm, fake = ScriptedLLM(busy()), FakeTime()
+
+    with pytest.raises(ProviderError, match=r"gave up after 3 attempts: waiting 4s more would pass the 5s deadline"):
+        await ask(retrying(llm, fake, attempts=10, base_delay=1.0, jitter="none", deadline=5.0))
+    assert fake.sleeps == [1.0, 2.0]
+    assert len(llm.history) == 3
+
+
+@pytest.mark.anyio
+async def test_time_spent_in_attempts_counts_against_the_deadline() -> None:
+    fake = FakeTime()
+
+    class SlowBusyLLM(ScriptedLLM):
+        async def complete(self, system: str, user: str, *, json_schema: dict[str, object]):  # type: ignore[override]
+            fake.now += 3.0  # each attempt takes 3 s of the fake clock
+            return await super().complete(system, user, json_schema=json_schema)
+
+    llm = SlowBusyLLM(busy())
+    with pytest.raises(ProviderError, match="deadline"):
+        await ask(retrying(llm, fake, attempts=10, base_delay=1.0, jitter="none", deadline=10.0))
+    assert fake.sleeps == [1.0, 2.0]  # the third attempt ends at 3+1+3+2+3 = 12 s: past the deadline
+    assert len(llm.history) == 3
+
+
+@pytest.mark.anyio
+async def test_the_deadline_cuts_a_hanging_attempt_short() -> None:
+    llm = ScriptedLLM(ANSWER, delay=30)
+    adapter = RetryingLLM(llm, RetryPolicy(deadline=0.2))
+    started = time.monotonic()
+
+    with pytest.raises(ProviderError, match=r"no answer within the 0.2s deadline \(gave up after 1 attempt\)"):
+        await ask(adapter)
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.anyio
+async def test_the_decorators_keep_the_name_and_close_what_they_wrap() -> None:
+    class Closable(StaticSearch):
+        closed = False
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    search = Closable()
+    retrying_search = RetryingSearch(search, RetryPolicy())
+    assert retrying_search.name == "static"
+    await retrying_search.aclose()
+    assert search.closed
+    llm = RetryingLLM(ScriptedLLM(ANSWER, model="m-1"), RetryPolicy())
+    assert llm.model == "m-1"
+    await llm.aclose()  # the wrapped LLM has no aclose: nothing to do, no error
+
+
+@pytest.mark.anyio
+async def test_search_is_retried_by_the_same_rules() -> None:
+    search = StaticSearch(failure=busy(retry_after=2.0))
+    fake = FakeTime(on_sleep=lambda: setattr(search, "failure", None))  # the provider recovers meanwhile
+    adapter = RetryingSearch(search, RetryPolicy(base_delay=1.0), sleep=fake.sleep, random=lambda: 0.0,
+                             clock=fake.clock)
+
+    assert await adapter.gather("acme.com") == [
+        Evidence(url="https://acme.com/about", title="About acme.com", snippet="acme.com makes snacks.")
+    ]
+    assert fake.sleeps == [2.0] and search.queries == ["acme.com", "acme.com"]
+
+
+def test_a_provider_error_is_not_retryable_unless_said_so() -> None:
+    error = ProviderError("plain")
+    assert (str(error), error.retryable, error.retry_after) == ("plain", False, None)
+
+
+@pytest.mark.parametrize("options", [{"attempts": 0}, {"base_delay": -1}, {"jitter": "some"}, {"deadline": 0}])
+def test_nonsense_policies_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        RetryPolicy(**options)  # type: ignore[arg-type]
+
+
+@given(
+    base=st.floats(0, 100), cap=st.floats(0, 100), retry=st.integers(1, 5000), draw=st.floats(0, 1, exclude_max=True),
+    jitter=st.sampled_from(["full", "none"]), retry_after=st.none() | st.floats(0, 60),
+)
+def test_every_delay_lies_between_the_floor_and_the_cap(
+    base: float, cap: float, retry: int, draw: float, jitter: str, retry_after: float | None
+) -> None:
+    policy = RetryPolicy(base_delay=base, max_delay=cap, jitter=jitter)  # type: ignore[arg-type]
+    backoff = policy.backoff(retry, draw)
+    assert 0 <= backoff <= cap
+    assert backoff <= policy.backoff(retry + 1, draw)
+    delay = policy.delay(retry, draw, retry_after)
+    assert (retry_after or 0) <= delay <= max(cap, retry_after or 0)
+
+
+NOW = 1_800_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": "7"}, 7.0),
+        ({"retry-after": " 1.5 "}, 1.5),
+        ({"Retry-After": "7", "retry-after-ms": "250"}, 0.25),
+        ({"Retry-After": formatdate(NOW + 30, usegmt=True)}, 30.0),
+        ({"Retry-After": formatdate(NOW - 30, usegmt=True)}, 0.0),
+        ({"Retry-After": "soon"}, None),
+        ({"Retry-After": "-5"}, None),
+        ({"Retry-After": "inf"}, None),
+        ({"Retry-After": "nan"}, None),
+        ({"Retry-After": "9" * 400}, None),
+        ({"Retry-After": ""}, None),
+        ({"Content-Type": "application/json"}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_retry_after_is_read_as_seconds_or_an_http_date(headers: dict[str, str] | None, seconds: float | None) -> None:
+    assert retry_after_seconds(headers, now=NOW) == seconds
+
+
+@given(st.text(max_size=60), st.text(max_size=20))
+def test_any_retry_after_value_reads_as_none_or_a_finite_wait(value: str, millis: str) -> None:
+    for headers in ({"Retry-After": value}, {"Retry-After-Ms": millis}):
+        seconds = retry_after_seconds(headers, now=NOW)
+        assert seconds is None or (math.isfinite(seconds) and seconds >= 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
 
 
@@ -20,10 +21,17 @@ class InMemoryStore:
     async def create_job(self, job: Job) -> None:
         if job.id in self.jobs:
             raise ValueError(f"job {job.id} exists")
+        if job.idempotency_key is not None:
+            for earlier in self.jobs.values():
+                if (earlier.owner, earlier.idempotency_key) == (job.owner, job.idempotency_key):
+                    raise IdempotencyKeyTaken(earlier)
         self.jobs[job.id] = replace(job, results=tuple(DomainResult(domain=d) for d in job.domains))
 
     async def get_job(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
+
+    async def release_idempotency_key(self, job_id: str) -> None:
+        self.jobs[job_id] = replace(self.jobs[job_id], idempotency_key=None)
 
     async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], status=status, error=error)
@@ -38,6 +46,10 @@ class InMemoryStore:
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], reply_sent=sent, reply_error=error)
+
+    async def list_failed_jobs(self, *, error: str, limit: int) -> list[Job]:
+        failed = [j for j in self.jobs.values() if j.status is JobStatus.FAILED and j.error == error]
+        return sorted(failed, key=lambda j: j.created_at)[:limit]
 
     async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
         found = (self.answers.get((domain, classifier)) for domain in domains)

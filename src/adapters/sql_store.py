@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, select, text, update
 
 from firmsift.adapters.sql_tables import answers, job_domains, jobs, known_companies
+from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
 
 T = TypeVar("T")
@@ -30,6 +31,17 @@ UPSERT_ANSWER = text("""
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
         error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
         prompt_version = excluded.prompt_version, answered_at = excluded.answered_at
+""")
+
+# Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
+# with an owner's key is not written (NULL keys never conflict). Under concurrency the database
+# decides: a competing insert waits for the first transaction and then finds its row.
+INSERT_JOB = text("""
+    INSERT INTO jobs (id, classifier, status, reply_queue, created_at, updated_at, error, reply_sent,
+                      owner, idempotency_key)
+    VALUES (:id, :classifier, :status, :reply_queue, :created_at, :updated_at, :error, :reply_sent,
+            :owner, :idempotency_key)
+    ON CONFLICT (owner, idempotency_key) DO NOTHING
 """)
 
 # Targets the primary key known_companies (domain): importing the same file twice is harmless.
@@ -57,12 +69,20 @@ class SqlStore:
 
     def insert_job_in(self, conn: Connection, job: Job) -> None:
         """Write the job and its domains (every one PENDING) as one step of the caller's open
-        transaction, so they commit or roll back together with the caller's other rows."""
+        transaction, so they commit or roll back together with the caller's other rows.
+        IdempotencyKeyTaken, with nothing written, if the owner already used the job's key."""
         created = job.created_at.timestamp()
-        conn.execute(jobs.insert().values(
-            id=job.id, classifier=job.classifier, status=job.status.value, reply_queue=job.reply_queue,
-            created_at=created, updated_at=created, error=job.error, reply_sent=False,
-        ))
+        written = conn.execute(INSERT_JOB, {
+            "id": job.id, "classifier": job.classifier, "status": job.status.value, "reply_queue": job.reply_queue,
+            "created_at": created, "updated_at": created, "error": job.error, "reply_sent": False,
+            "owner": job.owner, "idempotency_key": job.idempotency_key,
+        }).rowcount
+        if written == 0:
+            earlier_id = conn.execute(select(jobs.c.id).where(
+                jobs.c.owner == job.owner, jobs.c.idempotency_key == job.idempotency_key)).scalar_one()
+            earlier = _job_in(conn, earlier_id)
+            assert earlier is not None  # the row the insert just collided with, read in the same transaction
+            raise IdempotencyKeyTaken(earlier)
         conn.execute(job_domains.insert(), [
             {"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
              "reason": "", "evidence": "[]"}
@@ -70,21 +90,12 @@ class SqlStore:
         ])
 
     async def get_job(self, job_id: str) -> Job | None:
-        def work(conn: Connection) -> Job | None:
-            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
-            if row is None:
-                return None
-            rows = conn.execute(
-                select(job_domains).where(job_domains.c.job_id == job_id).order_by(job_domains.c.position)
-            ).mappings().all()
-            return Job(
-                id=row["id"], classifier=row["classifier"], status=JobStatus(row["status"]),
-                created_at=_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
-                reply_queue=row["reply_queue"], results=tuple(_domain_result(r) for r in rows),
-                error=row["error"], reply_sent=bool(row["reply_sent"]), reply_error=row["reply_error"],
-            )
+        return await self._run(lambda conn: _job_in(conn, job_id))
 
-        return await self._run(work)
+    async def release_idempotency_key(self, job_id: str) -> None:
+        await self._run(lambda conn: conn.execute(
+            update(jobs).where(jobs.c.id == job_id).values(idempotency_key=None, updated_at=time.time())
+        ))
 
     async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
         await self._run(lambda conn: conn.execute(
@@ -111,6 +122,15 @@ class SqlStore:
         await self._run(lambda conn: conn.execute(
             update(jobs).where(jobs.c.id == job_id).values(reply_sent=sent, reply_error=error, updated_at=time.time())
         ))
+
+    async def list_failed_jobs(self, *, error: str, limit: int) -> list[Job]:
+        def work(conn: Connection) -> list[str]:
+            query = (select(jobs.c.id).where(jobs.c.status == JobStatus.FAILED.value, jobs.c.error == error)
+                     .order_by(jobs.c.created_at).limit(limit))
+            return list(conn.execute(query).scalars())
+
+        found = [await self.get_job(job_id) for job_id in await self._run(work)]
+        return [job for job in found if job is not None]
 
     async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
         wanted = list(domains)
@@ -142,6 +162,22 @@ class SqlStore:
             return len(params)
 
         return await self._run(work)
+
+
+def _job_in(conn: Connection, job_id: str) -> Job | None:
+    row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+    if row is None:
+        return None
+    rows = conn.execute(
+        select(job_domains).where(job_domains.c.job_id == job_id).order_by(job_domains.c.position)
+    ).mappings().all()
+    return Job(
+        id=row["id"], classifier=row["classifier"], status=JobStatus(row["status"]),
+        created_at=_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
+        reply_queue=row["reply_queue"], results=tuple(_domain_result(r) for r in rows),
+        error=row["error"], reply_sent=bool(row["reply_sent"]), reply_error=row["reply_error"],
+        owner=row["owner"], idempotency_key=row["idempotency_key"],
+    )
 
 
 def _time(epoch: float) -> datetime:

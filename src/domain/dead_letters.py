@@ -1,15 +1,17 @@
-"""Use-cases for dead-lettered jobs: mark them FAILED so callers learn, reopen them on redrive."""
+"""Use-cases for dead-lettered jobs: mark them FAILED so callers learn, retry them on request."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.submit import job_message
 
 if TYPE_CHECKING:
-    from firmsift.ports.queue import QueueMessage
+    from firmsift.ports.queue import QueueMessage, WorkQueue
     from firmsift.ports.repository import JobRepository
 
 DEAD_LETTER_ERROR = "gave up after repeated failed deliveries; the message is in the dead-letter queue"
@@ -40,16 +42,17 @@ async def fail_dead_lettered(messages: Iterable[QueueMessage], jobs: JobReposito
     return changed
 
 
-async def reopen_redriven(messages: Iterable[QueueMessage], jobs: JobRepository) -> list[str]:
-    """Jobs failed by dead-lettering go back to PENDING when their message is redriven, so the
-    worker processes them again (their finished domains are kept and skipped)."""
-    reopened: list[str] = []
-    for message in messages:
-        job_id = job_id_of(message)
-        job = await jobs.get_job(job_id) if job_id else None
-        if job is not None and job.status is JobStatus.FAILED and job.error == DEAD_LETTER_ERROR:
-            await jobs.set_job_status(job.id, JobStatus.PENDING)
-            # The FAILED reply went out; the caller gets another one with the final result.
-            await jobs.record_reply(job.id, sent=False, error=None)
-            reopened.append(job.id)
-    return reopened
+async def redrive_dead_lettered(jobs: JobRepository, queue: WorkQueue, *, limit: int) -> list[str]:
+    """Retry up to `limit` jobs that were failed for being dead-lettered: back to PENDING (their
+    answered domains are kept and skipped), a fresh reply for the caller, and a new message.
+
+    The dedup id is new: the job id may still be inside the queue's 5-minute deduplication
+    window, which would silently drop the retry."""
+    retried: list[str] = []
+    for job in await jobs.list_failed_jobs(error=DEAD_LETTER_ERROR, limit=limit):
+        await jobs.set_job_status(job.id, JobStatus.PENDING)
+        # The FAILED reply went out; the caller gets another one with the final result.
+        await jobs.record_reply(job.id, sent=False, error=None)
+        await queue.send(job_message(job.id), group_id=job.id, dedup_id=f"{job.id}:redrive:{uuid.uuid4().hex}")
+        retried.append(job.id)
+    return retried

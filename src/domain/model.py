@@ -108,6 +108,8 @@ class Job:
     error: str | None = None
     reply_error: str | None = None
     reply_sent: bool = False
+    owner: str = ""  # the id of the API key that submitted it; '' when authentication is off
+    idempotency_key: str | None = None  # the submitter's Idempotency-Key header, unique per owner
 
     def result_for(self, domain: str) -> DomainResult:
         for result in self.results:

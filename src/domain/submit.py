@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,19 +17,16 @@ from firmsift.domain.errors import (
     TooManyDomains,
     UnknownClassifier,
 )
+from firmsift.domain.idempotency import IdempotencyKeyTaken, check_idempotency_key, replay
+from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, Job, JobStatus
 from firmsift.domain.normalize import normalize_domains
+from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
 
 if TYPE_CHECKING:
     from firmsift.ports.intake import JobIntake
     from firmsift.ports.queue import WorkQueue
     from firmsift.ports.repository import JobRepository
-
-# Queue names as SQS allows them (80 characters, letters, digits, - and _, optional .fifo),
-# or a full https queue URL for the SQS backend.
-_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$")
-_QUEUE_URL = re.compile(r"^https?://[^\s/]+/\d{12}/[A-Za-z0-9_-]{1,75}(\.fifo)?$")
-
 
 @dataclass(frozen=True)
 class SubmitJob:
@@ -39,6 +35,17 @@ class SubmitJob:
     classifier: object
     domains: object
     reply_queue: str | None = None
+    caller: Caller = ANONYMOUS
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The job a submission stands for; `replayed` when it is an earlier job returned again
+    for a repeated Idempotency-Key, rather than a job created now."""
+
+    job: Job
+    replayed: bool = False
 
 
 def utc_now() -> datetime:
@@ -68,11 +75,14 @@ async def submit_job(
     max_domains: int,
     new_id: Callable[[], str] = new_job_id,
     now: Callable[[], datetime] = utc_now,
-) -> Job:
-    """Check and normalize the request, then hand the PENDING job to the intake (row, then message)."""
+) -> Submission:
+    """Check and normalize the request, then hand the PENDING job to the intake (row, then message).
+    A repeated Idempotency-Key of the same caller returns the job the first request created."""
+    reply_queue = check_reply_queue(command.reply_queue)
+    check_reply_queue_allowed(reply_queue, command.caller.reply_queues)
+    idempotency_key = check_idempotency_key(command.idempotency_key)
     classifier = _check_classifier(command.classifier, catalog)
     domains = _check_domains(command.domains, max_domains)
-    reply_queue = _check_reply_queue(command.reply_queue)
     job = Job(
         id=new_id(),
         classifier=classifier.name,
@@ -80,8 +90,23 @@ async def submit_job(
         created_at=now(),
         domains=tuple(domains),
         reply_queue=reply_queue,
+        owner=command.caller.owner,
+        idempotency_key=idempotency_key,
     )
-    await intake.accept(job)
+    try:
+        await intake.accept(job)
+    except IdempotencyKeyTaken as taken:
+        return Submission(replay(job, taken.existing), replayed=True)
+    return Submission(job)
+
+
+async def find_job(job_id: str, owner: str, jobs: JobRepository) -> Job:
+    """The caller's job, or JobNotFound: another owner's job is not found either, so a caller
+    cannot learn that someone else's job exists."""
+    canonical = parse_job_id(job_id)
+    job = await jobs.get_job(canonical)
+    if job is None or job.owner != owner:
+        raise JobNotFound(job_id)
     return job
 
 
@@ -105,6 +130,10 @@ class RecordThenPublish:
             await self.queue.send(job_message(job.id), group_id=job.id, dedup_id=job.id)
         except QueueUnavailable as error:
             await self.jobs.set_job_status(job.id, JobStatus.FAILED, error=f"could not be queued: {error}")
+            # The caller is told to retry: its retry with the same Idempotency-Key must make a new
+            # job, not get this failed one back.
+            if job.idempotency_key is not None:
+                await self.jobs.release_idempotency_key(job.id)
             raise
 
 
@@ -129,15 +158,3 @@ def _check_domains(domains: object, max_domains: int) -> list[str]:
             tuple(Rejection(value=d, reason="over the per-job limit") for d in unique[max_domains:]),
         )
     return unique
-
-
-def _check_reply_queue(reply_queue: str | None) -> str | None:
-    if reply_queue is None:
-        return None
-    value = reply_queue.strip()
-    if _QUEUE_NAME.match(value) or _QUEUE_URL.match(value):
-        return value
-    raise InvalidRequest(
-        "invalid X-Reply-Queue",
-        (Rejection(value=reply_queue, reason="must be a queue name (letters, digits, - and _, optional .fifo) or an SQS queue URL"),),
-    )

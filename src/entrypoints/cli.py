@@ -1,4 +1,4 @@
-"""The `firmsift` command: serve, api, worker, classify, companies import, replies, dlq, db upgrade."""
+"""The `firmsift` command: serve, api, worker, classify, companies import, replies, dlq, keys, db upgrade."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from firmsift.domain.errors import FirmsiftError
+from firmsift.entrypoints.key_commands import add_keys_parser
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
 
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--csv", type=Path, dest="csv_file", help="read domains from this CSV file")
     classify.add_argument("--column", default="domain", help="CSV column holding the domains (default: domain)")
     classify.add_argument("--api", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}", help="API base URL")
+    classify.add_argument("--api-key", help="API key for an API that requires one (default: $FIRMSIFT_API_KEY; "
+                                            "prefer the variable, arguments are visible to other users)")
     classify.add_argument("--classifier", default="cpg", help="classifier name (default: cpg)")
     classify.add_argument("--batch-size", type=int, default=10, help="domains per job (the API's limit; default 10)")
     classify.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
@@ -77,16 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
         "drift", help="report differences between the declared and the live queues; change nothing",
         description="Exit 1 when any declared queue is missing or differs from its declaration.")
 
-    dlq = commands.add_parser("dlq", help="inspect or retry jobs whose messages were dead-lettered")
+    dlq = commands.add_parser("dlq", help="list or retry jobs whose messages were dead-lettered")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
-    dlq_list = dlq_commands.add_parser("list", help="show dead-lettered messages and their jobs",
-                                       description="Print one JSON line per dead-lettered message (left in place).")
+    dlq_list = dlq_commands.add_parser("list", help="show the jobs failed by dead-lettering",
+                                       description="Print one JSON line per job that workers marked FAILED because "
+                                                   "its message reached the dead-letter queue, oldest first.")
     dlq_list.add_argument("--max", type=int, default=10, help="show at most this many (default 10)")
     redrive = dlq_commands.add_parser(
-        "redrive", help="send dead-lettered messages back to the work queue",
-        description="Move dead-lettered messages back to the work queue; their jobs, if marked FAILED "
-                    "for being dead-lettered, go back to PENDING and keep the domains already answered.")
+        "redrive", help="retry dead-lettered jobs",
+        description="Send jobs failed by dead-lettering back to the work queue as PENDING; the domains "
+                    "already answered are kept and skipped, and the caller gets a new reply.")
     redrive.add_argument("--max", type=int, default=10, help="move at most this many (default 10)")
+
+    add_keys_parser(commands)
 
     database = commands.add_parser("db", help="database schema")
     database_commands = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")

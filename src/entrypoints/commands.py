@@ -6,13 +6,14 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 
 import httpx
 
-from firmsift.domain.dead_letters import job_id_of, reopen_redriven
+from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from firmsift.entrypoints.classify_client import (
     ClassifyClient,
     ClientError,
@@ -22,10 +23,12 @@ from firmsift.entrypoints.classify_client import (
 )
 from firmsift.entrypoints.company_import import CompanyFileError, read_company_rows
 from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.key_commands import run_keys
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
 from firmsift.entrypoints.settings import Settings
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+REQUEST_LINE_ROOM = 8192  # the method, URL and version before the headers (as nginx's default buffer)
 
 
 class CommandError(RuntimeError):
@@ -53,6 +56,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
         if args.command == "dlq":
             return asyncio.run(dead_letters(container, args.dlq_command, args.max))
+        if args.command == "keys":
+            return run_keys(container, args)
         if args.command == "db":
             applied = container.migrate()
             print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {m.version:03d} {m.name}" for m in applied))
@@ -65,12 +70,20 @@ def dispatch(args: argparse.Namespace) -> int:
 def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:
     import uvicorn
 
+    from firmsift.entrypoints.auth import UnsafeAuthSetting
     from firmsift.entrypoints.http_api import create_app
 
     background = (lambda: running_worker(container)) if with_worker else None
-    app = create_app(container, background=background)
+    try:
+        app = create_app(container, background=background, host=host)
+    except UnsafeAuthSetting as error:
+        print(f"firmsift: {error}", file=sys.stderr)
+        return EXIT_USAGE
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
-    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=30)
+    # Its bound on a request head still arriving (request line + headers) keeps a slow sender from
+    # filling memory; the app itself answers 431 for headers over max_header_bytes.
+    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=30,
+                h11_max_incomplete_event_size=container.settings().max_header_bytes + REQUEST_LINE_ROOM)
     return EXIT_OK
 
 
@@ -122,24 +135,20 @@ def declared_queues(container: Container, *, apply: bool) -> int:
 
 
 async def dead_letters(container: Container, action: str, limit: int) -> int:
+    """Workers drain the dead-letter queue into FAILED jobs; these commands work from that record."""
     if limit < 1:
         raise CommandError("--max must be at least 1")
-    queue = container.dead_letters()
     store = container.store()
-    messages = await queue.peek(max_messages=limit)
     if action == "list":
-        for message in messages:
-            job_id = job_id_of(message)
-            job = await store.get_job(job_id) if job_id else None
-            print(json.dumps({"message_id": message.message_id, "job_id": job_id,
-                              "job_status": job.status.value if job else None,
-                              "receive_count": message.receive_count, "body": message.body[:200]}))
-        print(f"{len(messages)} dead-lettered message(s) shown", file=sys.stderr)
+        failed = await store.list_failed_jobs(error=DEAD_LETTER_ERROR, limit=limit)
+        for job in failed:
+            print(json.dumps({"job_id": job.id, "classifier": job.classifier, "created_at": job.created_at.isoformat(),
+                              "domains": len(job.domains),
+                              "unfinished": sum(r.status.value == "PENDING" for r in job.results)}))
+        print(f"{len(failed)} dead-lettered job(s) shown", file=sys.stderr)
         return EXIT_OK
-    # Reopen first: a job still FAILED when its message comes back would be skipped as finished.
-    reopened = await reopen_redriven(messages, store)
-    moved = await queue.redrive(max_messages=limit)
-    print(f"moved {moved} message(s) back to the work queue; reopened {len(reopened)} job(s)")
+    retried = await redrive_dead_lettered(store, container.work_queue(), limit=limit)
+    print(f"sent {len(retried)} dead-lettered job(s) back to the work queue")
     return EXIT_OK
 
 
@@ -152,7 +161,9 @@ def classify(args: argparse.Namespace) -> int:
             raise CommandError("no domains given: pass them as arguments or with --csv FILE")
         if args.batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
-        with httpx.Client(base_url=args.api, timeout=30) as http:
+        api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        with httpx.Client(base_url=args.api, timeout=30, headers=headers) as http:
             client = ClassifyClient(http, classifier=args.classifier, batch_size=args.batch_size,
                                     poll_interval=args.poll_interval, timeout=args.timeout, progress=ProgressLine())
             run = client.run(domains)

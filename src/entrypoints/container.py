@@ -12,11 +12,14 @@ from firmsift.adapters.brave_search import BraveSearch
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.homepage_search import HomepageSearch
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
+from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import Readiness
+from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
 from firmsift.adapters.searxng_search import SearxngSearch
-from firmsift.adapters.sql_dead_letters import SqlDeadLetters
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_job_intake import SqlJobIntake
+from firmsift.adapters.sql_keys import SqlApiKeys
+from firmsift.adapters.sql_leases import SqlLeases
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
@@ -25,7 +28,6 @@ from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
-    from firmsift.ports.dead_letters import DeadLetters
     from firmsift.ports.providers import LLM, Search
     from firmsift.ports.queue import ReplyPublisher, WorkQueue
 
@@ -71,6 +73,7 @@ def make_sqs_client(settings: Settings) -> object:
 
 
 def make_sqs_queue(client: object, queue: str, visibility_timeout: float) -> WorkQueue:
+    """A work queue on SQS; also the dead-letter queue, which workers drain into FAILED jobs."""
     from firmsift.adapters.sqs_queue import SqsQueue
 
     return SqsQueue(client, queue, visibility_timeout=visibility_timeout)
@@ -80,12 +83,6 @@ def make_sqs_replies(client: object) -> ReplyPublisher:
     from firmsift.adapters.sqs_queue import SqsReplyPublisher
 
     return SqsReplyPublisher(client)
-
-
-def make_sqs_dead_letters(client: object, settings: Settings) -> DeadLetters:
-    from firmsift.adapters.sqs_dead_letters import SqsDeadLetters
-
-    return SqsDeadLetters(client, queue=settings.work_queue, dead_letter_queue=settings.dead_letter_queue)
 
 
 def ensure_declared_queues(client: object, settings: Settings, *, apply: bool) -> list[str]:
@@ -105,6 +102,7 @@ class Container(containers.DeclarativeContainer):
         pool_size=settings.provided.db_pool_size, max_overflow=settings.provided.db_max_overflow,
     )
     store = providers.Singleton(SqlStore, engine)
+    api_keys = providers.Singleton(SqlApiKeys, engine)
     backend = settings.provided.queue_backend
 
     # The database queue (SQLite or PostgreSQL): the embedded default, and production without SQS.
@@ -135,10 +133,12 @@ class Container(containers.DeclarativeContainer):
         # Row first, then the message; a failed publish marks the job FAILED (503 to the caller).
         sqs=providers.Singleton(RecordThenPublish, store, sqs_queue),
     )
+    # Workers drain the dead-letter queue: each message's job becomes FAILED and is replied to.
     dead_letters = providers.Selector(
         backend,
-        db=providers.Singleton(SqlDeadLetters, db_queue, db_dead_letter_queue),
-        sqs=providers.Singleton(make_sqs_dead_letters, sqs_client, settings),
+        db=db_dead_letter_queue,
+        sqs=providers.Singleton(make_sqs_queue, sqs_client, settings.provided.dead_letter_queue,
+                                settings.provided.visibility_timeout),
     )
     replies = providers.Selector(
         backend,
@@ -154,9 +154,23 @@ class Container(containers.DeclarativeContainer):
     llm = providers.Singleton(make_llm, settings)
     search = providers.Singleton(make_search, settings)
     readiness = providers.Singleton(Readiness, engine, work_queue)
+    leases = providers.Singleton(SqlLeases, engine)
     migrate = providers.Callable(upgrade, engine)
 
-    # What a worker uses: the same adapters, counted and timed.
-    worker_llm = providers.Singleton(MeteredLLM, llm, metrics)
-    worker_search = providers.Singleton(MeteredSearch, search, metrics)
+    # What a worker uses: each attempt waits for its slot in the per-minute budget, retries with
+    # backoff wrap the attempts, and the metrics count and time whole calls.
+    llm_retry_policy = providers.Singleton(
+        RetryPolicy, attempts=settings.provided.llm_retry_attempts, base_delay=settings.provided.retry_base_delay,
+        max_delay=settings.provided.retry_max_delay, deadline=settings.provided.llm_deadline,
+        max_retry_after=settings.provided.max_retry_after)
+    search_retry_policy = providers.Singleton(
+        RetryPolicy, attempts=settings.provided.search_retry_attempts, base_delay=settings.provided.retry_base_delay,
+        max_delay=settings.provided.retry_max_delay, deadline=settings.provided.search_deadline,
+        max_retry_after=settings.provided.max_retry_after)
+    llm_budget = providers.Singleton(RateBudget, settings.provided.llm_requests_per_minute)
+    search_budget = providers.Singleton(RateBudget, settings.provided.search_requests_per_minute)
+    worker_llm = providers.Singleton(MeteredLLM, providers.Singleton(
+        RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy), metrics)
+    worker_search = providers.Singleton(MeteredSearch, providers.Singleton(
+        RetryingSearch, providers.Singleton(RateLimitedSearch, search, search_budget), search_retry_policy), metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)

@@ -1,4 +1,4 @@
-"""The HTTP API (Starlette): submit a classification job, poll it, and check health."""
+"""The HTTP API (Starlette): submit a classification job, poll it, check health, describe itself."""
 
 from __future__ import annotations
 
@@ -7,30 +7,47 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from firmsift.domain.errors import InvalidRequest, JobNotFound, Rejection
+from firmsift.domain.errors import InvalidRequest, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
-from firmsift.domain.submit import SubmitJob, parse_job_id, submit_job
+from firmsift.domain.submit import SubmitJob, find_job, submit_job
+from firmsift.entrypoints.auth import Gate, auth_required
 from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.header_limit import HeaderLimit
 from firmsift.entrypoints.http_errors import EXCEPTION_HANDLERS
 from firmsift.entrypoints.json_body import read_json_body
+from firmsift.entrypoints.openapi import openapi_document
+from firmsift.entrypoints.rate_limit import TokenBuckets
 
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
 DEFAULT_CLASSIFIER = "cpg"
+LOOPBACK = "127.0.0.1"  # where `firmsift serve` listens unless told otherwise
 
 
 def create_app(
     container: Container,
     *,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    host: str = LOOPBACK,
 ) -> Starlette:
-    """The ASGI app. `background` runs alongside it (the embedded worker of `firmsift serve`)."""
+    """The ASGI app. `background` runs alongside it (the embedded worker of `firmsift serve`).
+    `host` is the address it will be served on: it decides whether FIRMSIFT_AUTH=auto requires
+    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach."""
     settings = container.settings()
+    keys_required = auth_required(settings.auth, host)
+    limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
+    gate = Gate(container.api_keys() if keys_required else None, limiter)
+    document = openapi_document(
+        auth_required=keys_required, classifiers=container.catalog(), max_domains=settings.max_domains_per_job,
+        max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
+    )
 
     async def submit(request: Request) -> JSONResponse:
+        caller = await gate.caller(request.headers)  # before the body: strangers cost no parsing
         body = await read_json_body(request, settings.max_body_bytes)
         if not isinstance(body, dict):
             raise InvalidRequest("body must be a JSON object", (Rejection(_kind(body), "expected an object"),))
@@ -43,22 +60,31 @@ def create_app(
             classifier=body.get("classifier", DEFAULT_CLASSIFIER),
             domains=body["domains"],
             reply_queue=request.headers.get("x-reply-queue"),
+            caller=caller,
+            idempotency_key=request.headers.get("idempotency-key"),
         )
-        job = await submit_job(
+        submission = await submit_job(
             command,
             catalog=container.catalog(),
             intake=container.intake(),
             max_domains=settings.max_domains_per_job,
         )
-        container.metrics().jobs_accepted.inc()
-        return JSONResponse(accepted_document(job), status_code=202, headers={"Location": f"/domains/classify/{job.id}"})
+        job = submission.job
+        headers = {"Location": f"/domains/classify/{job.id}"}
+        if submission.replayed:
+            # Same status as the first answer, so a retry after a lost response looks like it.
+            headers["Idempotent-Replayed"] = "true"
+        else:
+            container.metrics().jobs_accepted.inc()
+        return JSONResponse(accepted_document(job), status_code=202, headers=headers)
 
     async def poll(request: Request) -> JSONResponse:
-        job_id = parse_job_id(request.path_params["job_id"])
-        job = await container.store().get_job(job_id)
-        if job is None:
-            raise JobNotFound(job_id)
+        caller = await gate.caller(request.headers)
+        job = await find_job(request.path_params["job_id"], caller.owner, container.store())
         return JSONResponse(job_document(job))
+
+    async def openapi(_request: Request) -> JSONResponse:
+        return JSONResponse(document)
 
     async def healthz(_request: Request) -> JSONResponse:
         """Liveness: the process serves requests."""
@@ -88,8 +114,10 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan)
+    return Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan,
+                     middleware=[Middleware(HeaderLimit, max_bytes=settings.max_header_bytes)])
 
 
 def _kind(value: object) -> str:

@@ -18,6 +18,10 @@ from firmsift.domain.errors import (
     TooManyDomains,
     UnknownClassifier,
 )
+from firmsift.domain.idempotency import IdempotencyKeyReused
+from firmsift.domain.keys import InvalidApiKey, NotAuthenticated
+from firmsift.domain.reply_queues import ReplyQueueNotAllowed
+from firmsift.entrypoints.rate_limit import RateLimited
 
 log = logging.getLogger(__name__)
 MAX_ECHOED_VALUE = 200  # an offending value is echoed back, but never a megabyte of it
@@ -28,6 +32,10 @@ _STATUS: list[tuple[type[FirmsiftError], int]] = [
     (UnknownClassifier, 422),
     (JobNotFound, 404),
     (QueueUnavailable, 503),
+    (NotAuthenticated, 401),
+    (ReplyQueueNotAllowed, 403),
+    (IdempotencyKeyReused, 422),
+    (RateLimited, 429),
 ]
 
 
@@ -67,6 +75,20 @@ async def firmsift_error(_request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(error_body(exc.code, exc.message, _details(exc.rejections)), status_code=status)
     if isinstance(exc, UnknownClassifier):
         details = [{"value": _echo(exc.name), "reason": f"known classifiers: {', '.join(exc.known)}"}]
+        return JSONResponse(error_body(exc.code, str(exc), details), status_code=status)
+    if isinstance(exc, NotAuthenticated):
+        # RFC 6750: a 401 names the scheme; a key that was sent but refused is an invalid_token.
+        challenge = 'Bearer error="invalid_token"' if isinstance(exc, InvalidApiKey) else "Bearer"
+        return JSONResponse(error_body(exc.code, str(exc)), status_code=status,
+                            headers={"WWW-Authenticate": challenge})
+    if isinstance(exc, RateLimited):
+        return JSONResponse(error_body(exc.code, str(exc)), status_code=status,
+                            headers={"Retry-After": str(exc.retry_after)})
+    if isinstance(exc, ReplyQueueNotAllowed):
+        details = [{"value": _echo(exc.queue), "reason": "not one of this API key's reply queues"}]
+        return JSONResponse(error_body(exc.code, str(exc), details), status_code=status)
+    if isinstance(exc, IdempotencyKeyReused):
+        details = [{"value": _echo(exc.key), "reason": f"already used for job {exc.job_id}"}]
         return JSONResponse(error_body(exc.code, str(exc), details), status_code=status)
     if isinstance(exc, QueueUnavailable):
         log.error("job not accepted: queue unavailable: %s", exc)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator
 
 from firmsift.domain.process import Classification
@@ -33,11 +36,13 @@ def build_worker(container: Container) -> Worker:
         jobs=store, answers=store, known=store, search=container.worker_search(),
         llm=container.worker_llm(), catalog=container.catalog(),
         llm_slots=asyncio.Semaphore(settings.llm_concurrency), domain_concurrency=settings.domain_concurrency,
-        on_result=metrics.count_domain,
+        on_result=metrics.count_domain, leases=container.leases(), lease_seconds=settings.answer_lease_seconds,
+        lease_holder=f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
     )
     config = WorkerConfig(wait_time=settings.wait_time, visibility_timeout=settings.visibility_timeout,
                           max_job_seconds=settings.max_job_seconds, max_jobs=settings.worker_jobs,
-                          dead_letter_check_interval=settings.dead_letter_check_interval)
+                          dead_letter_check_interval=settings.dead_letter_check_interval,
+                          shutdown_grace=settings.shutdown_grace_seconds)
     return Worker(container.worker_queue(), container.replies(), classification, config,
                   on_job_finished=metrics.count_job, dead_letters=container.dead_letters(),
                   on_dead_lettered=lambda _job: metrics.dead_lettered.inc())

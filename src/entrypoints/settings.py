@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     poll_interval: float = Field(0.5, gt=0, le=10)
     max_job_seconds: float = Field(900.0, gt=0, description="cap on how long a job may keep extending its lease")
     dead_letter_check_interval: float = Field(30.0, gt=0, description="how often workers look for dead letters")
+    shutdown_grace_seconds: float = Field(30.0, ge=0, description="on SIGTERM, how long jobs in hand may finish")
 
     llm_model: str = "gpt-5.4-mini"
     llm_api_base: str | None = None
@@ -38,6 +39,16 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(60.0, gt=0)
     llm_max_tokens: int = Field(400, ge=16)
     llm_concurrency: int = Field(8, ge=1, le=1024)
+    answer_lease_seconds: float = Field(20.0, gt=0, description="LLM lease length, renewed while the call runs")
+    llm_retry_attempts: int = Field(4, ge=1, le=10, description="tries per LLM call, the first included")
+    llm_deadline: float = Field(120.0, gt=0, description="seconds one LLM call may take, retries and waits included")
+    llm_requests_per_minute: float = Field(0, ge=0, description="LLM requests a worker may start per minute; 0: no limit")
+    search_retry_attempts: int = Field(3, ge=1, le=10, description="tries per search call, the first included")
+    search_deadline: float = Field(30.0, gt=0, description="seconds one search call may take, retries included")
+    search_requests_per_minute: float = Field(0, ge=0, description="search requests per minute per worker; 0: no limit")
+    retry_base_delay: float = Field(0.5, ge=0, le=60, description="first backoff ceiling, doubled per retry (full jitter)")
+    retry_max_delay: float = Field(20.0, ge=0, le=300, description="cap on the backoff ceiling")
+    max_retry_after: float = Field(60.0, ge=0, le=600, description="a longer Retry-After fails the call at once")
 
     search_provider: Literal["homepage", "searxng", "tavily", "brave"] = "homepage"
     searxng_url: str | None = None
@@ -51,6 +62,10 @@ class Settings(BaseSettings):
 
     max_domains_per_job: int = Field(10, ge=1, le=1000)
     max_body_bytes: int = Field(65536, ge=1024)
+    max_header_bytes: int = Field(16384, ge=1024, le=1048576, description="largest accepted request headers, in bytes")
+    auth: Literal["auto", "required", "off"] = Field(
+        "auto", description="API keys: auto (off when the API listens on loopback only), required, off (loopback only)")
+    rate_limit_per_minute: int = Field(600, ge=0, description="requests a minute per API key, per API process; 0: none")
     worker_jobs: int = Field(4, ge=1, le=256, description="jobs one worker processes at once")
     domain_concurrency: int = Field(10, ge=1, le=256, description="domains of one job processed at once")
     classifiers_dir: Path | None = None

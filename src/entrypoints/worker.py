@@ -15,7 +15,6 @@ from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job
 from firmsift.domain.process import Classification, process_job
-from firmsift.ports.dead_letters import DeadLetters
 from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -39,7 +38,7 @@ class Worker:
 
     def __init__(self, queue: WorkQueue, replies: ReplyPublisher, classification: Classification,
                  config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None,
-                 dead_letters: DeadLetters | None = None,
+                 dead_letters: WorkQueue | None = None,
                  on_dead_lettered: Callable[[Job], None] = lambda job: None) -> None:
         self.queue = queue
         self.dead_letters = dead_letters
@@ -90,16 +89,18 @@ class Worker:
                 await asyncio.wait(unfinished)
 
     async def watch_dead_letters(self, stop: asyncio.Event) -> None:
-        """Every so often, mark the jobs whose messages were dead-lettered FAILED and reply,
-        so callers learn; the messages stay in the dead-letter queue for an operator."""
+        """Every so often, drain the dead-letter queue: mark each message's job FAILED, reply, and
+        delete the message. The database keeps the record; `firmsift dlq redrive` retries from it."""
         assert self.dead_letters is not None
         while not stop.is_set():
             try:
-                messages = await self.dead_letters.peek(max_messages=10)
-                for job in await fail_dead_lettered(messages, self.classification.jobs):
-                    log.warning("job dead-lettered and marked FAILED", extra={"job_id": job.id})
-                    self.on_dead_lettered(job)
-                    await self._reply(job)
+                while messages := await self.dead_letters.receive(max_messages=MAX_RECEIVE_BATCH):
+                    for job in await fail_dead_lettered(messages, self.classification.jobs):
+                        log.warning("job dead-lettered and marked FAILED", extra={"job_id": job.id})
+                        self.on_dead_lettered(job)
+                        await self._reply(job)
+                    for message in messages:
+                        await self.dead_letters.delete(message.receipt)
             except Exception:  # noqa: BLE001 - checked again next interval
                 log.exception("dead-letter check failed")
             await _wait_or_stop(stop, self.config.dead_letter_check_interval)

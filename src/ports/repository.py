@@ -10,10 +10,16 @@ from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCom
 
 class JobRepository(Protocol):
     async def create_job(self, job: Job) -> None:
-        """Store a new job with its domains, every domain PENDING."""
+        """Store a new job with its domains, every domain PENDING. If the job has an
+        idempotency key its owner already used, store nothing and raise IdempotencyKeyTaken
+        with that earlier job (atomically: of concurrent attempts, exactly one stores a job)."""
 
     async def get_job(self, job_id: str) -> Job | None:
         """The job with its per-domain results, or None."""
+
+    async def release_idempotency_key(self, job_id: str) -> None:
+        """Forget the job's idempotency key, so a retry with that key makes a new job (used when
+        the job could not be queued and its caller was told to try again)."""
 
     async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None: ...
 
@@ -22,6 +28,9 @@ class JobRepository(Protocol):
         on (domain, classifier), both in one transaction."""
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None: ...
+
+    async def list_failed_jobs(self, *, error: str, limit: int) -> list[Job]:
+        """Up to `limit` FAILED jobs whose error is exactly `error`, oldest first."""
 
 
 class AnswerStore(Protocol):

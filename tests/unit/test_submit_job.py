@@ -10,21 +10,24 @@ from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.errors import (
     InvalidDomains,
     InvalidRequest,
+    JobNotFound,
     QueueUnavailable,
     TooManyDomains,
     UnknownClassifier,
 )
+from firmsift.domain.idempotency import IdempotencyKeyReused
+from firmsift.domain.keys import Caller
 from firmsift.domain.model import JobStatus
-from firmsift.domain.submit import RecordThenPublish, SubmitJob, parse_job_id, submit_job
+from firmsift.domain.reply_queues import ReplyQueueNotAllowed
+from firmsift.domain.submit import RecordThenPublish, Submission, SubmitJob, find_job, parse_job_id, submit_job
 
 pytestmark = pytest.mark.anyio
-
 
 
 async def submit(command: SubmitJob, store=None, queue=None, max_domains: int = 10):
     intake = RecordThenPublish(store or InMemoryStore(),
                                queue or InMemoryQueue("jobs", visibility_timeout=30, max_receives=5))
-    return await submit_job(command, catalog=load_catalog(), intake=intake, max_domains=max_domains)
+    return (await submit_job(command, catalog=load_catalog(), intake=intake, max_domains=max_domains)).job
 
 
 async def test_row_is_written_before_the_message_which_carries_only_the_id() -> None:
@@ -83,8 +86,100 @@ async def test_reply_queue_may_be_a_fifo_name_or_an_sqs_url() -> None:
 
 def test_job_ids_are_canonical_uuids() -> None:
     assert parse_job_id("6F9619FF-8B86-D011-B42D-00C04FC964FF") == "6f9619ff-8b86-d011-b42d-00c04fc964ff"
-    from firmsift.domain.errors import JobNotFound
-
     for bad in ("x", "6f9619ff8b86d011b42d00c04fc964ff", "{6f9619ff-8b86-d011-b42d-00c04fc964ff}"):
         with pytest.raises(JobNotFound):
             parse_job_id(bad)
+
+
+def queue_and_intake(store: InMemoryStore) -> tuple[InMemoryQueue, RecordThenPublish]:
+    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=5)
+    return queue, RecordThenPublish(store, queue)
+
+
+async def submit_as(intake: RecordThenPublish, command: SubmitJob) -> Submission:
+    return await submit_job(command, catalog=load_catalog(), intake=intake, max_domains=10)
+
+
+TEAM = Caller(owner="key_team", reply_queues=frozenset({"team-replies"}))
+
+
+async def test_the_callers_key_owns_the_job_and_only_it_finds_it() -> None:
+    store = InMemoryStore()
+    job = await submit(SubmitJob("cpg", ["a.com"], caller=TEAM), store)
+    assert store.jobs[job.id].owner == "key_team"
+    assert (await find_job(job.id, "key_team", store)).id == job.id
+    for stranger in ("key_other", ""):
+        with pytest.raises(JobNotFound):
+            await find_job(job.id, stranger, store)
+
+
+@pytest.mark.parametrize(
+    ("caller", "queue", "allowed"),
+    [
+        (TEAM, "team-replies", True),
+        (TEAM, "other-replies", False),
+        (TEAM, "https://sqs.eu-west-1.amazonaws.com/123456789012/team-replies", False),  # exact names only
+        (Caller("key_bare", frozenset()), "team-replies", False),  # a key with no list may use none
+        (Caller("", None), "anything", True),  # authentication off: any queue
+        (TEAM, None, True),
+    ],
+)
+async def test_a_key_names_only_its_own_reply_queues(caller: Caller, queue: str | None, allowed: bool) -> None:
+    store = InMemoryStore()
+    command = SubmitJob("cpg", ["a.com"], queue, caller=caller)
+    if allowed:
+        assert (await submit(command, store)).reply_queue == queue
+    else:
+        with pytest.raises(ReplyQueueNotAllowed):
+            await submit(command, store)
+        assert store.jobs == {}
+
+
+async def test_a_repeated_idempotency_key_returns_the_first_job_and_queues_nothing_more() -> None:
+    store = InMemoryStore()
+    queue, intake = queue_and_intake(store)
+    first = await submit_as(intake, SubmitJob("cpg", ["a.com", "b.com"], caller=TEAM, idempotency_key="order-1"))
+    again = await submit_as(intake, SubmitJob("cpg", ["https://A.com/", "b.com"], caller=TEAM, idempotency_key="order-1"))
+    assert not first.replayed and again.replayed and again.job.id == first.job.id
+    assert len(store.jobs) == 1 and len(await queue.receive(max_messages=10)) == 1
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [SubmitJob("cpg", ["a.com"], caller=TEAM, idempotency_key="k"),
+     SubmitJob("cpg", ["b.com", "a.com", "c.com"], caller=TEAM, idempotency_key="k"),
+     SubmitJob("cpg", ["a.com", "b.com", "c.com"], "team-replies", caller=TEAM, idempotency_key="k")],
+)
+async def test_an_idempotency_key_reused_for_another_request_is_refused(changed: SubmitJob) -> None:
+    store = InMemoryStore()
+    _queue, intake = queue_and_intake(store)
+    first = await submit_as(intake, SubmitJob("cpg", ["a.com", "b.com", "c.com"], caller=TEAM, idempotency_key="k"))
+    with pytest.raises(IdempotencyKeyReused) as refused:
+        await submit_as(intake, changed)
+    assert refused.value.job_id == first.job.id and len(store.jobs) == 1
+
+
+async def test_idempotency_keys_are_per_owner() -> None:
+    store = InMemoryStore()
+    _queue, intake = queue_and_intake(store)
+    mine = await submit_as(intake, SubmitJob("cpg", ["a.com"], caller=TEAM, idempotency_key="k"))
+    theirs = await submit_as(intake, SubmitJob("cpg", ["a.com"], caller=Caller("key_b", frozenset()), idempotency_key="k"))
+    assert mine.job.id != theirs.job.id and not theirs.replayed
+
+
+@pytest.mark.parametrize("key", ["", " padded", "x" * 201, "tab\there", "é", "line\nbreak"])
+async def test_malformed_idempotency_keys_are_refused(key: str) -> None:
+    store = InMemoryStore()
+    with pytest.raises(InvalidRequest):
+        await submit(SubmitJob("cpg", ["a.com"], idempotency_key=key), store)
+    assert store.jobs == {}
+
+
+async def test_a_job_that_could_not_be_queued_frees_its_idempotency_key_for_the_retry() -> None:
+    store = InMemoryStore()
+    queue, intake = queue_and_intake(store)
+    queue.fail_next_send(QueueUnavailable("down"))
+    with pytest.raises(QueueUnavailable):
+        await submit_as(intake, SubmitJob("cpg", ["a.com"], caller=TEAM, idempotency_key="k"))
+    retry = await submit_as(intake, SubmitJob("cpg", ["a.com"], caller=TEAM, idempotency_key="k"))
+    assert not retry.replayed and retry.job.status is JobStatus.PENDING and len(store.jobs) == 2

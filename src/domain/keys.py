@@ -1,0 +1,147 @@
+"""API keys: how they are made, kept (as a SHA-256 digest only) and checked, and who a caller is."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from firmsift.domain.errors import FirmsiftError, InvalidRequest, Rejection
+from firmsift.domain.reply_queues import check_reply_queue
+
+if TYPE_CHECKING:
+    from firmsift.ports.keys import ApiKeyStore
+
+KEY_PREFIX = "fs_"  # makes a leaked key easy to recognise (and to scan for) in logs and repositories
+KEY_BYTES = 32
+MAX_PRESENTED_LENGTH = 200  # anything longer cannot be one of ours: refused without a lookup
+MAX_NAME_LENGTH = 100
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request acts for: the owner recorded on its jobs, and the reply queues it may name
+    (None: any, when authentication is off; empty: none)."""
+
+    owner: str
+    reply_queues: frozenset[str] | None
+
+
+ANONYMOUS = Caller(owner="", reply_queues=None)
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A key's record. The key itself is never stored, only its digest (see digest_of)."""
+
+    id: str
+    name: str
+    reply_queues: tuple[str, ...]
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def caller(self) -> Caller:
+        return Caller(owner=self.id, reply_queues=frozenset(self.reply_queues))
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A new key's record and the key itself, which is shown to its owner once and then forgotten."""
+
+    record: ApiKey
+    secret: str
+
+
+class NotAuthenticated(FirmsiftError):
+    """The request carries no usable API key."""
+
+    code = "unauthenticated"
+
+
+class MissingApiKey(NotAuthenticated):
+    code = "missing_api_key"
+
+    def __init__(self) -> None:
+        super().__init__("an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
+
+
+class InvalidApiKey(NotAuthenticated):
+    """Unknown or revoked; the two are not told apart, so a caller learns nothing from trying."""
+
+    code = "invalid_api_key"
+
+    def __init__(self) -> None:
+        super().__init__("the API key is not valid (unknown or revoked)")
+
+
+class ApiKeyNotFound(FirmsiftError):
+    code = "api_key_not_found"
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"no API key with id {key_id!r}")
+        self.key_id = key_id
+
+
+def new_secret() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+
+
+def new_key_id() -> str:
+    return "key_" + secrets.token_hex(8)
+
+
+def digest_of(secret: str) -> str:
+    """What is stored and looked up instead of the key. A plain SHA-256 is enough here: keys are
+    256 random bits, so there is no dictionary to try and no salt or slow hash would add anything.
+    Lookups go by this digest, so timing can only reveal facts about digests, never about keys."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+async def create_key(
+    name: str,
+    reply_queues: Iterable[str],
+    keys: ApiKeyStore,
+    *,
+    now: Callable[[], datetime] = _utc_now,
+) -> IssuedKey:
+    """Make and store a new key allowed to name `reply_queues` (none if empty)."""
+    name = name.strip()
+    if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
+        raise InvalidRequest("invalid key name", (Rejection(name, f"must be 1-{MAX_NAME_LENGTH} printable characters"),))
+    queues = tuple(dict.fromkeys(q for q in (check_reply_queue(r) for r in reply_queues) if q))
+    record = ApiKey(id=new_key_id(), name=name, reply_queues=queues, created_at=now())
+    secret = new_secret()
+    await keys.add_key(record, digest_of(secret))
+    return IssuedKey(record=record, secret=secret)
+
+
+async def revoke_key(key_id: str, keys: ApiKeyStore, *, now: Callable[[], datetime] = _utc_now) -> ApiKey:
+    """Revoke a key at once (idempotent: a revoked key keeps its first revocation time)."""
+    revoked = await keys.revoke(key_id, now())
+    if revoked is None:
+        raise ApiKeyNotFound(key_id)
+    return revoked
+
+
+async def authenticate(secret: str | None, keys: ApiKeyStore) -> ApiKey:
+    """The active key `secret` is, or MissingApiKey / InvalidApiKey. Looked up on every request,
+    so a revocation takes effect on the next one."""
+    if not secret:
+        raise MissingApiKey()
+    if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_PRESENTED_LENGTH:
+        raise InvalidApiKey()
+    key = await keys.find_by_digest(digest_of(secret))
+    if key is None or key.revoked:
+        raise InvalidApiKey()
+    return key

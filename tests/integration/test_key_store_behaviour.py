@@ -1,0 +1,63 @@
+"""One API-key store suite, run against the in-memory store and the SQLite and PostgreSQL stores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from firmsift.adapters.memory_keys import InMemoryApiKeys
+from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_keys import SqlApiKeys
+from firmsift.adapters.sql_migrations import upgrade
+from firmsift.domain.keys import ApiKey
+from tests.support.postgres import postgres_engine
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+async def keys(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
+    if request.param == "memory":
+        yield InMemoryApiKeys()
+        return
+    if request.param == "postgresql":
+        with postgres_engine() as engine:
+            yield SqlApiKeys(engine)
+        return
+    engine = make_engine(f"sqlite:///{tmp_path / 'keys.db'}")
+    upgrade(engine)
+    yield SqlApiKeys(engine)
+    engine.dispose()
+
+
+def key(key_id: str, *queues: str, minutes: int = 0) -> ApiKey:
+    return ApiKey(id=key_id, name=f"name of {key_id}", reply_queues=queues, created_at=NOW + timedelta(minutes=minutes))
+
+
+async def test_keys_are_found_by_digest_only(keys) -> None:
+    await keys.add_key(key("key_a", "q1", "q2.fifo"), "digest-a")
+    assert await keys.find_by_digest("digest-a") == key("key_a", "q1", "q2.fifo")
+    assert await keys.find_by_digest("key_a") is None
+    assert await keys.find_by_digest("digest-b") is None
+
+
+async def test_a_digest_belongs_to_one_key(keys) -> None:
+    await keys.add_key(key("key_a"), "same")
+    with pytest.raises(Exception):  # noqa: B017 - each store raises its own duplicate error
+        await keys.add_key(key("key_b"), "same")
+
+
+async def test_list_is_oldest_first_and_revoke_keeps_the_first_time(keys) -> None:
+    await keys.add_key(key("key_new", minutes=5), "d1")
+    await keys.add_key(key("key_old"), "d2")
+    assert [k.id for k in await keys.list_keys()] == ["key_old", "key_new"]
+    first = await keys.revoke("key_old", NOW + timedelta(hours=1))
+    again = await keys.revoke("key_old", NOW + timedelta(hours=2))
+    assert first.revoked_at == again.revoked_at == NOW + timedelta(hours=1)
+    assert (await keys.find_by_digest("d2")).revoked
+    assert not (await keys.find_by_digest("d1")).revoked
+    assert await keys.revoke("key_missing", NOW) is None

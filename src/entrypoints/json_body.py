@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from starlette.requests import Request
 
@@ -13,13 +14,22 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
 async def read_json_body(request: Request, max_bytes: int) -> object:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != "application/json" and not content_type.endswith("+json"):
+    if content_type != "application/json":
         raise BodyRejected(415, "unsupported_media_type",
                            f"Content-Type must be application/json, not {content_type or 'missing'}")
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > max_bytes):
+    if declared is not None and not (declared.isascii() and declared.isdigit()):
+        raise BodyRejected(400, "bad_content_length", "Content-Length must be a whole number of bytes")
+    if declared is not None and int(declared) > max_bytes:
         raise BodyRejected(413, "body_too_large", f"request body is larger than {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -32,7 +42,12 @@ async def read_json_body(request: Request, max_bytes: int) -> object:
     if not raw.strip():
         raise BodyRejected(400, "malformed_json", "request body is empty; send a JSON object")
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        document = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
+        # "\ud800" escapes decode to lone surrogates, which no answer could echo back as UTF-8.
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+        return document
+    except UnicodeEncodeError:
+        raise BodyRejected(400, "malformed_json", "request body contains an unpaired surrogate escape") from None
     except UnicodeDecodeError:
         raise BodyRejected(400, "malformed_json", "request body is not UTF-8") from None
     except RecursionError:

@@ -181,3 +181,20 @@ def test_database_queue_failure_is_503_and_records_nothing(container) -> None:
 
 def test_health(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status", "code"),
+    [
+        (b'{"domains": ["\\ud800.com"]}', {}, 400, "malformed_json"),
+        (b'{"domains": [1e400]}', {}, 400, "malformed_json"),
+        (b'{"domains": ["a.com"]}', {"content-length": "+5"}, 400, "bad_content_length"),
+        (b'{"domains": ["a.com"]}', {"content-type": "application/problem+json"}, 415, "unsupported_media_type"),
+    ],
+)
+def test_odd_bodies_found_in_review_are_clear_errors(client: TestClient, content: bytes, headers: dict,
+                                                     status: int, code: str) -> None:
+    response = client.post("/domains/classify", content=content,
+                           headers={"content-type": "application/json", **headers})
+    assert response.status_code == status
+    assert error_of(response)["code"] == code

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from firmsift.domain.errors import FirmsiftError
+from firmsift.entrypoints.settings import ConfigurationError
 from firmsift.entrypoints.key_commands import add_keys_parser
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
@@ -108,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.dispatch(args)
     except ValidationError as error:
         print(f"firmsift: invalid settings:\n{_settings_errors(error)}", file=sys.stderr)
+        return commands.EXIT_USAGE
+    except (ConfigurationError, tomllib.TOMLDecodeError) as error:
+        print(f"firmsift: invalid configuration: {error}", file=sys.stderr)
         return commands.EXIT_USAGE
     except (FirmsiftError, commands.CommandError) as error:
         print(f"firmsift: {error}", file=sys.stderr)

@@ -9,10 +9,13 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 
+from sqlalchemy.exc import ArgumentError
+
+from firmsift.adapters.classifier_files import ClassifierFileError
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.logs import configure_logging
-from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker import Worker, WorkerConfig
 from firmsift.entrypoints.worker_probe import worker_probe
 
@@ -22,7 +25,11 @@ def start_container(settings: Settings | None = None) -> Container:
     settings = settings or Settings()
     configure_logging(settings.log_level)
     container = Container(settings=settings)
-    container.catalog()  # fail at start-up, not on the first job, if a classifier file is broken
+    try:
+        container.catalog()  # fail at start-up, not on the first job, if a classifier file is broken
+        container.engine()  # a malformed database URL is a configuration error, not a crash
+    except (ClassifierFileError, ArgumentError) as error:
+        raise ConfigurationError(str(error)) from None
     container.migrate()
     return container
 

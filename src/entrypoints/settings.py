@@ -12,6 +12,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 CONFIG_FILE_VARIABLE = "FIRMSIFT_CONFIG_FILE"
 
 
+class ConfigurationError(ValueError):
+    """The configuration cannot be used as given (exit code 2); the message says what to fix."""
+
+
 class Settings(BaseSettings):
     """Every setting, documented in the README. Environment variables win over the config file."""
 
@@ -118,6 +122,6 @@ class Settings(BaseSettings):
         if config_file:
             path = Path(config_file)
             if not path.is_file():
-                raise ValueError(f"{CONFIG_FILE_VARIABLE}={config_file}: no such file")
+                raise ConfigurationError(f"{CONFIG_FILE_VARIABLE}={config_file}: no such file")
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)

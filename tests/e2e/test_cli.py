@@ -141,3 +141,21 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
 def test_classify_without_a_running_api_fails_clearly(tmp_path: Path) -> None:
     result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{free_port()}", timeout=120)
     assert result.returncode == 1 and "cannot reach the API" in result.stderr
+
+
+@pytest.mark.parametrize("case", ["missing config file", "bad toml", "bad database url", "broken classifier"])
+def test_configuration_errors_exit_2_with_a_message(tmp_path: Path, case: str) -> None:
+    env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}"}
+    if case == "missing config file":
+        env["FIRMSIFT_CONFIG_FILE"] = str(tmp_path / "nope.toml")
+    elif case == "bad toml":
+        (tmp_path / "bad.toml").write_text("database_url = ")
+        env["FIRMSIFT_CONFIG_FILE"] = str(tmp_path / "bad.toml")
+    elif case == "bad database url":
+        env["FIRMSIFT_DATABASE_URL"] = "not a url at all"
+    else:
+        (tmp_path / "broken.toml").write_text('name = "x"\n')
+        env["FIRMSIFT_CLASSIFIERS_DIR"] = str(tmp_path)
+    result = firmsift("db", "upgrade", env=env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("firmsift: invalid") and "Traceback" not in result.stderr

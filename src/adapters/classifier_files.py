@@ -52,4 +52,7 @@ def parse_classifier(source: str, content: str) -> Classifier:
         raise ClassifierFileError(f"{source}: answer_field {data['answer_field']!r} must be a lowercase identifier")
     if "$evidence" not in data["user_prompt"] or "$domain" not in data["user_prompt"]:
         raise ClassifierFileError(f"{source}: user_prompt must contain $domain and $evidence")
-    return Classifier(**{key: data[key].strip() for key in _REQUIRED})
+    uses_known = data.get("uses_known_companies", False)
+    if not isinstance(uses_known, bool):
+        raise ClassifierFileError(f"{source}: uses_known_companies must be true or false")
+    return Classifier(**{key: data[key].strip() for key in _REQUIRED}, uses_known_companies=uses_known)

@@ -48,6 +48,9 @@ class Classifier:
     system_prompt: str
     user_prompt: str
     prompt_version: str
+    # The known-companies table lists CPG companies: only a classifier that says so answers
+    # "yes, 5" for them; any other question is asked as usual.
+    uses_known_companies: bool = False
 
 
 @dataclass(frozen=True)

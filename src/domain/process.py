@@ -68,7 +68,7 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
         return await deps.jobs.get_job(job.id)
     await deps.jobs.set_job_status(job.id, JobStatus.RUNNING)
     pending = [d for d in job.domains if job.result_for(d).status is ResultStatus.PENDING]
-    known = await deps.known.find_known(_with_parents(pending))
+    known = await deps.known.find_known(_with_parents(pending)) if classifier.uses_known_companies else {}
     cached = await deps.answers.get_answers(pending, classifier.name)
     slots = asyncio.Semaphore(deps.domain_concurrency)
 

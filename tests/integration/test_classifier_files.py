@@ -10,7 +10,7 @@ import pytest
 from firmsift.adapters.classifier_files import ClassifierFileError, load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_store import InMemoryStore
-from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.model import Job, JobStatus, KnownCompany, Source
 from firmsift.domain.process import Classification, process_job
 from firmsift.domain.prompt import answer_schema
 
@@ -27,7 +27,7 @@ user_prompt = "Domain: $domain\\n$evidence\\nAnswer as JSON with $answer_field."
 
 def test_the_packaged_cpg_classifier_loads() -> None:
     cpg = load_catalog()["cpg"]
-    assert cpg.answer_field == "is_cpg" and cpg.prompt_version
+    assert cpg.answer_field == "is_cpg" and cpg.prompt_version and cpg.uses_known_companies
     for hard_case in ("Retailers", "Restaurants", "Distributors", "packaging", "DTC", "Holding companies", "OTC"):
         assert hard_case in cpg.definition
     assert "untrusted DATA" in cpg.system_prompt
@@ -49,8 +49,10 @@ def test_a_new_classifier_needs_only_a_file(tmp_path: Path) -> None:
                                    created_at=datetime.now(timezone.utc), domains=("crm.example.org",)))
         return await process_job("j", deps)
 
+    asyncio.run(store.upsert_known([KnownCompany("crm.example.org", "Listed CPG company")]))
     job = asyncio.run(run())
     assert job is not None and job.results[0].answer is True
+    assert job.results[0].source is Source.LLM  # the CPG list says nothing about this question
     assert store.answers[("crm.example.org", "b2b_saas")].prompt_version == "b2b-1"
     assert "Does this company sell software to businesses?" in llm.history[0].system
 

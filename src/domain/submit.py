@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from firmsift.ports.intake import JobIntake
     from firmsift.ports.queue import WorkQueue
     from firmsift.ports.repository import JobRepository
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class SubmitJob:
@@ -129,7 +132,9 @@ class RecordThenPublish:
         try:
             await self.queue.send(job_message(job.id), group_id=job.id, dedup_id=job.id)
         except QueueUnavailable as error:
-            await self.jobs.set_job_status(job.id, JobStatus.FAILED, error=f"could not be queued: {error}")
+            # The detail (queue URL, account, role) is for the operator's log, not for callers.
+            log.error("job could not be queued", extra={"job_id": job.id, "error": str(error)})
+            await self.jobs.set_job_status(job.id, JobStatus.FAILED, error="could not be queued; try again")
             # The caller is told to retry: its retry with the same Idempotency-Key must make a new
             # job, not get this failed one back.
             if job.idempotency_key is not None:

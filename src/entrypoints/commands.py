@@ -73,6 +73,8 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     from firmsift.entrypoints.auth import UnsafeAuthSetting
     from firmsift.entrypoints.http_api import create_app
 
+    if with_worker:
+        container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
     background = (lambda: running_worker(container)) if with_worker else None
     try:
         app = create_app(container, background=background, host=host)

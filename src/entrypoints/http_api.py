@@ -46,6 +46,8 @@ def create_app(
         max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
     )
 
+    own_queues = {name for name in (settings.queue_name, settings.dead_letter_queue, settings.sqs_queue_url) if name}
+
     async def submit(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers)  # before the body: strangers cost no parsing
         body = await read_json_body(request, settings.max_body_bytes)
@@ -56,10 +58,14 @@ def create_app(
             raise InvalidRequest("unknown fields in body", tuple(Rejection(k, "not a field; use classifier, domains") for k in unknown))
         if "domains" not in body:
             raise InvalidRequest("'domains' is required", (Rejection("domains", "missing"),))
+        reply_queue = request.headers.get("x-reply-queue")
+        if reply_queue is not None and reply_queue.strip() in own_queues:
+            # Replies there would be taken for jobs (or dropped as duplicates of them).
+            raise InvalidRequest("invalid X-Reply-Queue", (Rejection(reply_queue, "is one of firmsift's own queues"),))
         command = SubmitJob(
             classifier=body.get("classifier", DEFAULT_CLASSIFIER),
             domains=body["domains"],
-            reply_queue=request.headers.get("x-reply-queue"),
+            reply_queue=reply_queue,
             caller=caller,
             idempotency_key=request.headers.get("idempotency-key"),
         )

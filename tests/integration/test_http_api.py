@@ -198,3 +198,9 @@ def test_odd_bodies_found_in_review_are_clear_errors(client: TestClient, content
                            headers={"content-type": "application/json", **headers})
     assert response.status_code == status
     assert error_of(response)["code"] == code
+
+
+@pytest.mark.parametrize("queue", ["firmsift-jobs", "firmsift-jobs-dlq"])
+def test_firmsifts_own_queues_are_refused_as_reply_queues(client: TestClient, queue: str) -> None:
+    response = post(client, {"domains": ["a.com"]}, **{"x-reply-queue": queue})
+    assert response.status_code == 422 and "own queues" in response.text

@@ -84,7 +84,8 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
     # Its bound on a request head still arriving (request line + headers) keeps a slow sender from
     # filling memory; the app itself answers 431 for headers over max_header_bytes.
-    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=30,
+    uvicorn.run(app, host=host, port=port, log_config=None,
+                timeout_graceful_shutdown=container.settings().shutdown_grace_seconds,
                 h11_max_incomplete_event_size=container.settings().max_header_bytes + REQUEST_LINE_ROOM)
     return EXIT_OK
 

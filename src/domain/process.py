@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.background import alongside
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import Answer, Classifier, DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
@@ -162,13 +163,8 @@ async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Cl
             except Exception:  # noqa: BLE001 - a missed renewal is retried; at worst a second call
                 log.warning("lease renewal failed", extra={"domain": domain})
 
-    task = asyncio.create_task(renew())
-    try:
+    async with alongside(renew):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) -> Answer:

@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from firmsift.domain.background import alongside
 from firmsift.domain.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document
@@ -177,13 +178,8 @@ class Worker:
                 except Exception:  # noqa: BLE001 - a missed beat is retried on the next one
                     log.exception("visibility extension failed")
 
-        task = asyncio.create_task(beat())
-        try:
+        async with alongside(beat):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 async def _wait_or_stop(stop: asyncio.Event, seconds: float) -> None:

@@ -21,16 +21,9 @@ from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettere
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def job(number: int) -> Job:
@@ -41,7 +34,7 @@ def job(number: int) -> Job:
 async def test_dead_lettered_jobs_fail_reply_and_can_be_redriven(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'dlq.db'}")
     upgrade(engine)
-    clock = Clock()
+    clock = FakeClock()
     work = SqlQueue(engine, "jobs", visibility_timeout=10, max_receives=2, clock=clock)
     dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
     store = SqlStore(engine)

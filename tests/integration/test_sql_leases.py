@@ -13,16 +13,9 @@ from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_leases import SqlLeases
 from firmsift.adapters.sql_migrations import upgrade
 from tests.support.postgres import postgres_engine
+from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -38,7 +31,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
 
 
 async def test_one_holder_at_a_time_until_it_lapses_or_is_released(engine: Engine) -> None:
-    clock = Clock()
+    clock = FakeClock()
     leases = SqlLeases(engine, clock=clock)
     assert await leases.acquire("a.com", "cpg", "w1", 60)
     assert not await leases.acquire("a.com", "cpg", "w2", 60)

@@ -15,24 +15,17 @@ from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, tzinfo=timezone.utc)
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Snacks."}'
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def parts():
     store = InMemoryStore()
-    clock = Clock()
+    clock = FakeClock()
     queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=3, clock=clock)
     replies = InMemoryReplyPublisher()
     classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),

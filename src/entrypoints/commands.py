@@ -40,7 +40,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return classify(args)
     if args.command == "queues":
         return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
-    container = start_container()
+    # `db upgrade` applies the migrations itself, so it can say which ones it applied.
+    container = start_container(migrate=args.command != "db")
     try:
         if args.command in ("serve", "api"):
             return serve(container, args.host, args.port, with_worker=args.command == "serve")

@@ -20,8 +20,9 @@ from firmsift.entrypoints.worker import Worker, WorkerConfig
 from firmsift.entrypoints.worker_probe import worker_probe
 
 
-def start_container(settings: Settings | None = None) -> Container:
-    """A container for these settings, with logging configured and the schema up to date."""
+def start_container(settings: Settings | None = None, *, migrate: bool = True) -> Container:
+    """A container for these settings, with logging configured and (unless told not to) the
+    schema brought up to date."""
     settings = settings or Settings()
     configure_logging(settings.log_level)
     container = Container(settings=settings)
@@ -30,7 +31,8 @@ def start_container(settings: Settings | None = None) -> Container:
         container.engine()  # a malformed database URL is a configuration error, not a crash
     except (ClassifierFileError, ArgumentError) as error:
         raise ConfigurationError(str(error)) from None
-    container.migrate()
+    if migrate:
+        container.migrate()
     return container
 
 

@@ -30,7 +30,12 @@ def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10) -
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
     # Pre-ping replaces connections the server or a proxy closed while they sat in the pool.
-    return create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    # Connect and keepalive limits so an unreachable server is an error in seconds, not a hang
+    # of minutes while the kernel retries.
+    connect_args = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                    "keepalives_count": 3, "tcp_user_timeout": 15000}
+    return create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
+                         connect_args=connect_args)
 
 
 def _sqlite_engine(url: URL) -> Engine:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from firmsift.ports.queue import QueueMessage, WorkQueue
     from firmsift.ports.repository import JobRepository
 
-DEAD_LETTER_ERROR = "gave up after repeated failed deliveries; the message is in the dead-letter queue"
+DEAD_LETTER_ERROR = "gave up after repeated failed deliveries (dead-lettered); retry with `firmsift dlq redrive`"
 
 
 def job_id_of(message: QueueMessage) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -131,15 +132,21 @@ class RecordThenPublish:
         await self.jobs.create_job(job)
         try:
             await self.queue.send(job_message(job.id), group_id=job.id, dedup_id=job.id)
-        except QueueUnavailable as error:
-            # The detail (queue URL, account, role) is for the operator's log, not for callers.
-            log.error("job could not be queued", extra={"job_id": job.id, "error": str(error)})
-            await self.jobs.set_job_status(job.id, JobStatus.FAILED, error="could not be queued; try again")
-            # The caller is told to retry: its retry with the same Idempotency-Key must make a new
-            # job, not get this failed one back.
-            if job.idempotency_key is not None:
-                await self.jobs.release_idempotency_key(job.id)
+        except (QueueUnavailable, asyncio.CancelledError) as error:
+            # Also when the caller's deadline cancels a publish stuck in a partition: the job must
+            # not stay PENDING. (Such a publish may still land; the worker then finds the job
+            # FAILED and drops the message.) Shielded, so the cancellation cannot cut this short.
+            await asyncio.shield(self._give_up(job, error))
             raise
+
+    async def _give_up(self, job: Job, error: BaseException) -> None:
+        # The detail (queue URL, account, role) is for the operator's log, not for callers.
+        log.error("job could not be queued", extra={"job_id": job.id, "error": str(error) or type(error).__name__})
+        await self.jobs.set_job_status(job.id, JobStatus.FAILED, error="could not be queued; try again")
+        # The caller is told to retry: its retry with the same Idempotency-Key must make a new
+        # job, not get this failed one back.
+        if job.idempotency_key is not None:
+            await self.jobs.release_idempotency_key(job.id)
 
 
 def _check_classifier(name: object, catalog: Mapping[str, Classifier]) -> Classifier:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -18,7 +19,7 @@ from firmsift.domain.submit import SubmitJob, find_job, submit_job
 from firmsift.entrypoints.auth import Gate, auth_required
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.header_limit import HeaderLimit
-from firmsift.entrypoints.http_errors import EXCEPTION_HANDLERS
+from firmsift.entrypoints.http_errors import EXCEPTION_HANDLERS, BackendUnavailable
 from firmsift.entrypoints.json_body import read_json_body
 from firmsift.entrypoints.openapi import openapi_document
 from firmsift.entrypoints.rate_limit import TokenBuckets
@@ -69,12 +70,13 @@ def create_app(
             caller=caller,
             idempotency_key=request.headers.get("idempotency-key"),
         )
-        submission = await submit_job(
-            command,
-            catalog=container.catalog(),
-            intake=container.intake(),
-            max_domains=settings.max_domains_per_job,
-        )
+        async with backend_deadline():
+            submission = await submit_job(
+                command,
+                catalog=container.catalog(),
+                intake=container.intake(),
+                max_domains=settings.max_domains_per_job,
+            )
         job = submission.job
         headers = {"Location": f"/domains/classify/{job.id}"}
         if submission.replayed:
@@ -84,9 +86,19 @@ def create_app(
             container.metrics().jobs_accepted.inc()
         return JSONResponse(accepted_document(job), status_code=202, headers=headers)
 
+    @contextlib.asynccontextmanager
+    async def backend_deadline() -> AsyncIterator[None]:
+        """A partitioned database or queue answers nothing for minutes: answer 503 instead."""
+        try:
+            async with asyncio.timeout(settings.backend_timeout):
+                yield
+        except TimeoutError:
+            raise BackendUnavailable(f"no answer from the database or queue within {settings.backend_timeout:g}s") from None
+
     async def poll(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers)
-        job = await find_job(request.path_params["job_id"], caller.owner, container.store())
+        async with backend_deadline():
+            job = await find_job(request.path_params["job_id"], caller.owner, container.store())
         return JSONResponse(job_document(job))
 
     async def openapi(_request: Request) -> JSONResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -97,6 +98,17 @@ async def firmsift_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(exc.code, str(exc)), status_code=status)
 
 
+class BackendUnavailable(Exception):
+    """The database or the queue did not answer in time (a partition, an outage)."""
+
+
+async def backend_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+    # The detail (host, driver message) is for the log only.
+    log.error("backend unavailable", extra={"error": f"{type(exc).__name__}: {exc}"})
+    return JSONResponse(error_body("service_unavailable", "the database or queue is unavailable; try again later"),
+                        status_code=503, headers={"Retry-After": "5"})
+
+
 async def http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -108,4 +120,10 @@ async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("internal_error", "internal error; see the service log"), status_code=500)
 
 
-EXCEPTION_HANDLERS = {FirmsiftError: firmsift_error, HTTPException: http_error, Exception: unexpected_error}
+EXCEPTION_HANDLERS = {
+    FirmsiftError: firmsift_error,
+    HTTPException: http_error,
+    BackendUnavailable: backend_unavailable,
+    DBAPIError: backend_unavailable,  # a database outage is a 503, not an internal error
+    Exception: unexpected_error,
+}

@@ -66,6 +66,7 @@ class Settings(BaseSettings):
 
     max_domains_per_job: int = Field(10, ge=1, le=1000)
     max_body_bytes: int = Field(65536, ge=1024)
+    backend_timeout: float = Field(5.0, gt=0, description="API: longest wait on the database or queue before a 503")
     max_header_bytes: int = Field(16384, ge=1024, le=1048576, description="largest accepted request headers, in bytes")
     auth: Literal["auto", "required", "off"] = Field(
         "auto", description="API keys: auto (off when the API listens on loopback only), required, off (loopback only)")

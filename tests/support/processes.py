@@ -31,6 +31,10 @@ class Process:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
     def kill(self) -> None:
         """kill -9: no clean-up, no goodbye, exactly like a crashed machine."""
         self.popen.send_signal(signal.SIGKILL)
@@ -71,12 +75,19 @@ class Processes:
         wait_for_port(port, process)
         return process, port
 
-    def firmsift(self, name: str, *args: str) -> Process:
-        return self.start(name, sys.executable, "-m", "firmsift.entrypoints.cli", *args)
+    def firmsift(self, name: str, *args: str, extra_env: dict[str, str] | None = None) -> Process:
+        return self.start(name, sys.executable, "-m", "firmsift.entrypoints.cli", *args, extra_env=extra_env)
 
     def stop_all(self) -> None:
         for process in reversed(self.started):
             process.stop()
+
+    def kill_all(self) -> None:
+        """kill -9 every process still running: a fast teardown for tests that already checked
+        what a clean stop would show."""
+        for process in self.started:
+            if process.running:
+                process.kill()
 
 
 def wait_for_port(port: int, process: Process, timeout: float = 30) -> None:
@@ -111,3 +122,18 @@ def wait_healthy(base_url: str, process: Process, timeout: float = 60) -> None:
             return False
 
     wait_until(healthy, timeout, f"{process.name} never became healthy")
+
+
+def start_api(processes: Processes, name: str = "api") -> tuple[Process, str]:
+    """`firmsift api` on a free loopback port, once it answers /healthz: (process, base URL)."""
+    port = free_port()
+    api = processes.firmsift(name, "api", "--port", str(port))
+    base = f"http://127.0.0.1:{port}"
+    wait_healthy(base, api)
+    return api, base
+
+
+def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run one `firmsift` command to completion with these settings on top of the environment."""
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", *args], capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=timeout)

@@ -61,7 +61,9 @@ def make_search(settings: Settings) -> Search:
         return TavilySearch(secret(settings.tavily_api_key), base_url=settings.tavily_base_url, **common)
     if settings.search_provider == "brave":
         return BraveSearch(secret(settings.brave_api_key), base_url=settings.brave_base_url, **common)
-    return HomepageSearch(timeout=settings.search_timeout,
+    # Per request search_timeout; the whole fetch (both schemes, every redirect) within the
+    # search deadline, so the homepage obeys the same settings as the search APIs.
+    return HomepageSearch(timeout=settings.search_timeout, total_timeout=settings.search_deadline,
                           allow_private_addresses=settings.homepage_allow_private_addresses)
 
 

@@ -3,10 +3,15 @@ multi-process service needs (WAL, busy timeout, immediate write transactions).""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+
+T = TypeVar("T")
 
 # The only PostgreSQL driver firmsift ships (psycopg 3); SQLAlchemy's default would be psycopg2.
 POSTGRES_DRIVER = "postgresql+psycopg"
@@ -62,3 +67,14 @@ def _sqlite_engine(url: URL) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+async def in_transaction(engine: Engine, work: Callable[[Connection], T]) -> T:
+    """Run `work` in one transaction in a worker thread: SQLAlchemy Core is synchronous, and the
+    event loop must keep serving heartbeats and requests meanwhile."""
+
+    def run() -> T:
+        with engine.begin() as conn:
+            return work(conn)
+
+    return await asyncio.to_thread(run)

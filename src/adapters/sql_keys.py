@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -10,6 +9,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, select, update
 
+from firmsift.adapters.sql_engine import in_transaction
 from firmsift.adapters.sql_tables import api_keys
 from firmsift.domain.keys import ApiKey
 
@@ -23,11 +23,7 @@ class SqlApiKeys:
         self.engine = engine
 
     async def _run(self, work: Callable[[Connection], T]) -> T:
-        def in_transaction() -> T:
-            with self.engine.begin() as conn:
-                return work(conn)
-
-        return await asyncio.to_thread(in_transaction)
+        return await in_transaction(self.engine, work)
 
     async def add_key(self, key: ApiKey, digest: str) -> None:
         await self._run(lambda conn: conn.execute(api_keys.insert().values(

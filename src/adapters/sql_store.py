@@ -5,7 +5,6 @@ Queries are synchronous SQLAlchemy Core run off the event loop in a worker threa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -14,6 +13,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, select, text, update
 
+from firmsift.adapters.sql_engine import in_transaction
 from firmsift.adapters.sql_tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
@@ -58,11 +58,7 @@ class SqlStore:
         self.engine = engine
 
     async def _run(self, work: Callable[[Connection], T]) -> T:
-        def in_transaction() -> T:
-            with self.engine.begin() as conn:
-                return work(conn)
-
-        return await asyncio.to_thread(in_transaction)
+        return await in_transaction(self.engine, work)
 
     async def create_job(self, job: Job) -> None:
         await self._run(lambda conn: self.insert_job_in(conn, job))

@@ -27,7 +27,7 @@ from tests.support.fake_llm_server import FakeLLMServer, requested_domain
 from tests.support.fake_search_server import FakeSearchServer
 from tests.support.postgres import postgres_engine
 from tests.support.processes import Process, Processes, run_cli, start_api, wait_until
-from tests.support.sqs_emulator import sqs_client, sqs_emulator
+from tests.support.sqs_emulator import sqs_client, sqs_emulator, write_queues_file
 
 pytestmark = pytest.mark.e2e
 
@@ -156,29 +156,6 @@ def embedded(tmp_path: Path, fakes: tuple[RecordingLLM, FakeSearchServer]) -> It
     yield from embedded_stack(tmp_path, *fakes, FIRMSIFT_MAX_RECEIVES="20")
 
 
-def write_queues_file(path: Path, *, max_receives: int) -> Path:
-    """deploy/queues.toml with test timings: short visibility and long poll, and `max_receives`."""
-    path.write_text(f"""
-[work_queue]
-name = "firmsift-jobs.fifo"
-max_receive_count = {max_receives}
-[work_queue.attributes]
-FifoQueue = true
-ContentBasedDeduplication = false
-VisibilityTimeout = {VISIBILITY_TIMEOUT}
-MessageRetentionPeriod = 3600
-ReceiveMessageWaitTimeSeconds = 1
-[dead_letter_queue]
-name = "firmsift-jobs-dlq.fifo"
-[dead_letter_queue.attributes]
-FifoQueue = true
-ContentBasedDeduplication = false
-VisibilityTimeout = {VISIBILITY_TIMEOUT}
-MessageRetentionPeriod = 3600
-""")
-    return path
-
-
 def sqs_counts(client: Any) -> tuple[int, int]:
     def count(name: str) -> int:
         url = client.get_queue_url(QueueName=name)["QueueUrl"]
@@ -207,7 +184,8 @@ def production_stack(tmp_path: Path, llm: RecordingLLM, search: FakeSearchServer
             "FIRMSIFT_DATABASE_URL": engine.url.render_as_string(hide_password=False),
             "FIRMSIFT_QUEUE_BACKEND": "sqs",
             "FIRMSIFT_QUEUE_NAME": "firmsift-jobs.fifo",
-            "FIRMSIFT_QUEUES_FILE": str(write_queues_file(tmp_path / "queues.toml", max_receives=max_receives)),
+            "FIRMSIFT_QUEUES_FILE": str(write_queues_file(
+                tmp_path / "queues.toml", max_receives=max_receives, visibility_timeout=VISIBILITY_TIMEOUT)),
             "FIRMSIFT_MAX_RECEIVES": str(max_receives),
             "FIRMSIFT_SQS_ENDPOINT_URL": endpoint,
             "FIRMSIFT_AWS_REGION": "us-east-1",

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, text
 
 from tests.support.postgres import postgres_engine
 from tests.support.processes import Process, Processes, free_port, run_cli, start_api, wait_until
-from tests.support.sqs_emulator import sqs_client, sqs_emulator
+from tests.support.sqs_emulator import sqs_client, sqs_emulator, write_queues_file
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.e2e
@@ -187,8 +187,8 @@ def queue_behind_proxy(run: Run) -> Iterator[Service]:
         # the Host it was asked on in its URLs anyway), so all queue traffic goes through the proxy.
         client = sqs_client(proxied)
         client.create_queue(QueueName=REPLY_QUEUE, Attributes={"FifoQueue": "true"})
-        queues_file = run.processes.folder / "queues.toml"
-        queues_file.write_text(QUEUES_TOML)
+        queues_file = write_queues_file(run.processes.folder / "queues.toml", max_receives=20,
+                                        visibility_timeout=VISIBILITY_TIMEOUT)
         run.processes.env.update({
             "FIRMSIFT_DATABASE_URL": run.engine.url.render_as_string(hide_password=False),
             "FIRMSIFT_QUEUE_BACKEND": "sqs",
@@ -360,26 +360,6 @@ def test_a_queue_partition_is_survived_and_the_api_answers_an_error_not_a_hang(r
         outcomes = partition(run, service, "qpart", "sqs")
     # The API bounds its publish (FIRMSIFT_BACKEND_TIMEOUT) and marks the job FAILED: no hang.
     assert answered_in_time(outcomes, ["POST"]) == []
-
-
-QUEUES_TOML = f"""
-[work_queue]
-name = "firmsift-jobs.fifo"
-max_receive_count = 20
-[work_queue.attributes]
-FifoQueue = true
-ContentBasedDeduplication = false
-VisibilityTimeout = {VISIBILITY_TIMEOUT}
-MessageRetentionPeriod = 3600
-ReceiveMessageWaitTimeSeconds = 1
-[dead_letter_queue]
-name = "firmsift-jobs-dlq.fifo"
-[dead_letter_queue.attributes]
-FifoQueue = true
-ContentBasedDeduplication = false
-VisibilityTimeout = {VISIBILITY_TIMEOUT}
-MessageRetentionPeriod = 3600
-"""
 
 
 def read_replies(client: Any, wanted: set[str], timeout: float = 30) -> dict[str, dict[str, Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import os
 import select
 import shutil
@@ -141,3 +143,26 @@ def emulator_queue_url(endpoint: str, name: str) -> str:
     """The URL fauxqs gives a queue (AWS's sqs.<region>.<host> form, on its own port and account)."""
     port = endpoint.rsplit(":", 1)[1]
     return f"http://sqs.{REGION}.localhost:{port}/{ACCOUNT}/{name}"
+
+
+def write_queues_file(path: Path, *, max_receives: int, visibility_timeout: int) -> Path:
+    """deploy/queues.toml with test timings: short visibility and long poll, and `max_receives`."""
+    path.write_text(f"""
+[work_queue]
+name = "firmsift-jobs.fifo"
+max_receive_count = {max_receives}
+[work_queue.attributes]
+FifoQueue = true
+ContentBasedDeduplication = false
+VisibilityTimeout = {visibility_timeout}
+MessageRetentionPeriod = 3600
+ReceiveMessageWaitTimeSeconds = 1
+[dead_letter_queue]
+name = "firmsift-jobs-dlq.fifo"
+[dead_letter_queue.attributes]
+FifoQueue = true
+ContentBasedDeduplication = false
+VisibilityTimeout = {visibility_timeout}
+MessageRetentionPeriod = 3600
+""")
+    return path

@@ -10,13 +10,12 @@ from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCom
 
 
 class InMemoryStore:
-    """Implements JobRepository, AnswerStore and KnownCompanies; `answer_writes` counts upserts."""
+    """Implements JobRepository, AnswerStore and KnownCompanies."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
         self.answers: dict[tuple[str, str], Answer] = {}
         self.companies: dict[str, KnownCompany] = {}
-        self.answer_writes = 0
 
     async def create_job(self, job: Job) -> None:
         if job.id in self.jobs:
@@ -42,7 +41,6 @@ class InMemoryStore:
         self.jobs[job_id] = replace(job, results=results)
         if answer is not None:
             self.answers[(answer.domain, answer.classifier)] = answer
-            self.answer_writes += 1
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], reply_sent=sent, reply_error=error)

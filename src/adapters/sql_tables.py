@@ -97,12 +97,3 @@ api_keys = Table(
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
 )
-
-answer_leases = Table(
-    "answer_leases",
-    metadata,
-    Column("domain", Text, primary_key=True),
-    Column("classifier", Text, primary_key=True),
-    Column("holder", Text, nullable=False),
-    Column("expires_at", Float, nullable=False),
-)

@@ -17,9 +17,7 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_store import InMemoryStore
-from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_job_intake import SqlJobIntake
-from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.idempotency import IdempotencyKeyTaken
@@ -29,36 +27,23 @@ from firmsift.domain.submit import SubmitJob, submit_job
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
-from tests.support.postgres import postgres_engine
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQL_BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "postgresql":
-        with postgres_engine() as pg:
-            yield pg
-        return
-    sqlite = make_engine(f"sqlite:///{tmp_path / 'idem.db'}")
-    upgrade(sqlite)
-    yield sqlite
-    sqlite.dispose()
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield engine
 
-
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", *SQL_BACKENDS])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
     if request.param == "memory":
         yield InMemoryStore()
         return
-    if request.param == "postgresql":
-        with postgres_engine() as pg:
-            yield SqlStore(pg)
-        return
-    sqlite = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    upgrade(sqlite)
-    yield SqlStore(sqlite)
-    sqlite.dispose()
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield SqlStore(engine)
 
 
 def job(job_id: str, owner: str = "key_a", key: str | None = "k1", *domains: str) -> Job:

@@ -9,29 +9,21 @@ from pathlib import Path
 import pytest
 
 from firmsift.adapters.memory_keys import InMemoryApiKeys
-from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_keys import SqlApiKeys
-from firmsift.adapters.sql_migrations import upgrade
 from firmsift.domain.keys import ApiKey
-from tests.support.postgres import postgres_engine
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", *SQL_BACKENDS])
 async def keys(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
     if request.param == "memory":
         yield InMemoryApiKeys()
         return
-    if request.param == "postgresql":
-        with postgres_engine() as engine:
-            yield SqlApiKeys(engine)
-        return
-    engine = make_engine(f"sqlite:///{tmp_path / 'keys.db'}")
-    upgrade(engine)
-    yield SqlApiKeys(engine)
-    engine.dispose()
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield SqlApiKeys(engine)
 
 
 def key(key_id: str, *queues: str, minutes: int = 0) -> ApiKey:

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from firmsift.adapters.memory_store import InMemoryStore
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.model import (
     Answer,
@@ -23,25 +21,19 @@ from firmsift.domain.model import (
     ResultStatus,
     Source,
 )
-from tests.support.postgres import postgres_engine
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", *SQL_BACKENDS])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
     if request.param == "memory":
         yield InMemoryStore()
         return
-    if request.param == "postgresql":
-        with postgres_engine() as engine:
-            yield SqlStore(engine)
-        return
-    engine = make_engine(f"sqlite:///{tmp_path / 'repo.db'}")
-    upgrade(engine)
-    yield SqlStore(engine)
-    engine.dispose()
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield SqlStore(engine)
 
 
 def job(job_id: str = "j1", *domains: str) -> Job:

@@ -15,27 +15,19 @@ from sqlalchemy import Connection, Engine, text
 from firmsift.adapters import sql_queue
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_job_intake import SqlJobIntake
-from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Job, JobStatus
-from tests.support.postgres import postgres_engine
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQL_BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "postgresql":
-        with postgres_engine() as pg:
-            yield pg
-        return
-    sqlite = make_engine(f"sqlite:///{tmp_path / 'intake.db'}")
-    upgrade(sqlite)
-    yield sqlite
-    sqlite.dispose()
-
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield engine
 
 def _parts(engine: Engine) -> tuple[SqlStore, SqlQueue, SqlJobIntake]:
     store = SqlStore(engine)

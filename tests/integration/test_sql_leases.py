@@ -9,26 +9,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_leases import SqlLeases
-from firmsift.adapters.sql_migrations import upgrade
-from tests.support.postgres import postgres_engine
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQL_BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "postgresql":
-        with postgres_engine() as engine:
-            yield engine
-        return
-    engine = make_engine(f"sqlite:///{tmp_path / 'leases.db'}")
-    upgrade(engine)
-    yield engine
-    engine.dispose()
-
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield engine
 
 async def test_one_holder_at_a_time_until_it_lapses_or_is_released(engine: Engine) -> None:
     clock = FakeClock()

@@ -5,39 +5,16 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
-import logging
-import os
 import re
 from typing import Any
 
-# litellm reads these at import time, so they are set before the import below.
-# Each one stops litellm from reaching the network (or the disk) behind the service's back:
-# - the model cost map is fetched from GitHub at import (with retries in a background thread);
-# - offline mode also keeps the blog feed, Anthropic beta-header config and Hugging Face
-#   tokenizers from being fetched on first use;
-# - in its default DEV mode litellm loads a `.env` file found near the process into os.environ.
-os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-os.environ["LITELLM_OFFLINE_MODE"] = "true"
-os.environ["LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"] = "True"
-os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+import httpx  # litellm's own transport; its errors name transport failures too
+import openai  # litellm's own dependency; its exception types name transport failures
 
-import httpx  # noqa: E402 - litellm's own transport; its errors name transport failures too
-import litellm  # noqa: E402 - must follow the environment set-up above
-import openai  # noqa: E402 - litellm's own dependency; its exception types name transport failures
-
-from firmsift.adapters.retrying import retry_after_seconds  # noqa: E402
-from firmsift.domain.errors import ProviderError  # noqa: E402
-from firmsift.ports.providers import Completion  # noqa: E402
-
-# No callbacks: nothing is sent to logging/observability services; the service logs for itself.
-litellm.callbacks = []
-litellm.success_callback = []
-litellm.failure_callback = []
-litellm.input_callback = []
-litellm.drop_params = False  # LITELLM_DROP_PARAMS would silently drop a refused response_format
-litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner printed on every error
-for _logger in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-    logging.getLogger(_logger).setLevel(logging.WARNING)
+from firmsift.adapters.litellm_offline import litellm
+from firmsift.adapters.retrying import retry_after_seconds
+from firmsift.domain.errors import ProviderError
+from firmsift.ports.providers import Completion
 
 # Words a provider uses when it refuses the output-format option itself, not the request.
 _FORMAT_WORDS = ("response_format", "response format", "json_object", "schema", "grammar", "structured output")
@@ -153,7 +130,10 @@ class LiteLLM:
         if not isinstance(content, str) or not content.strip():
             raise ProviderError(f"{self.model}: the provider returned an empty answer")
         model = getattr(response, "model", None) or self.model
-        return Completion(text=content, model=model, finish_reason=finish_reason)
+        usage = getattr(response, "usage", None)
+        return Completion(text=content, model=model, finish_reason=finish_reason,
+                          prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
+                          completion_tokens=_count(getattr(usage, "completion_tokens", None)))
 
     def _describe(self, exc: Exception) -> str:
         status = getattr(exc, "status_code", None)
@@ -166,6 +146,10 @@ class LiteLLM:
         if self._api_key:
             text = text.replace(self._api_key, "[redacted]")
         return text
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def response_format(mode: OutputMode, json_schema: dict[str, Any]) -> dict[str, Any] | None:

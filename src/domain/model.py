@@ -38,6 +38,17 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Completion:
+    """One LLM answer as the provider gave it."""
+
+    text: str
+    model: str
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None  # as the provider reported them (None: not reported)
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Classifier:
     """A yes/no question, declared as data (see src/classifiers/*.toml)."""
 

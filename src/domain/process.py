@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.asking import ask_llm
 from firmsift.domain.background import alongside
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import Answer, Classifier, DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
-from firmsift.domain.parsing import ParseFailure, parse_verdict
-from firmsift.domain.prompt import answer_schema, build_prompt
 from firmsift.domain.submit import utc_now
 
 if TYPE_CHECKING:
@@ -69,7 +68,7 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
         return await deps.jobs.get_job(job.id)
     await deps.jobs.set_job_status(job.id, JobStatus.RUNNING)
     pending = [d for d in job.domains if job.result_for(d).status is ResultStatus.PENDING]
-    known = await deps.known.find_known(_with_parents(pending)) if classifier.uses_known_companies else {}
+    known = await deps.known.find_known(with_parents(pending)) if classifier.uses_known_companies else {}
     cached = await deps.answers.get_answers(pending, classifier.name)
     slots = asyncio.Semaphore(deps.domain_concurrency)
 
@@ -105,7 +104,7 @@ async def _answer_domain(
     deps: Classification,
 ) -> tuple[DomainResult, Answer | None]:
     """(the job's result, the answer to upsert in the cache or None) for one domain."""
-    company = _known_company(domain, known)
+    company = known_company(domain, known)
     if company is not None:
         label = f" ({company.name})" if company.name else ""
         return DomainResult(
@@ -173,26 +172,12 @@ async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) ->
     except Exception as error:  # noqa: BLE001 - any search failure: carry on without evidence
         log.warning("search failed, asking without evidence", extra={"domain": domain, "error": str(error)})
         evidence = []
-    system, user = build_prompt(classifier, domain, evidence, deps.new_marker())
-
-    def answer(**outcome: object) -> Answer:
-        return Answer(domain=domain, classifier=classifier.name, answered_at=deps.now(), source=Source.LLM,
-                      evidence=tuple(evidence), prompt_version=classifier.prompt_version, **outcome)  # type: ignore[arg-type]
-
-    try:
-        async with deps.llm_slots:
-            completion = await deps.llm.complete(system, user, json_schema=answer_schema(classifier))
-    except Exception as error:  # noqa: BLE001 - failure isolation: this domain fails, the job goes on
-        return answer(status=ResultStatus.FAILED, error=f"LLM call failed: {error}", model=deps.llm.model)
-    verdict = parse_verdict(completion.text, classifier.answer_field)
-    if isinstance(verdict, ParseFailure):
-        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
-                      raw_output=verdict.raw, model=completion.model)
-    return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
-                  reason=verdict.reason, raw_output=completion.text, model=completion.model)
+    answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, slots=deps.llm_slots,
+                              marker=deps.new_marker(), now=deps.now)
+    return answer
 
 
-def _with_parents(domains: list[str]) -> list[str]:
+def with_parents(domains: list[str]) -> list[str]:
     """Each domain and its parent names down to two labels: shop.brand.com belongs to brand.com."""
     names: dict[str, None] = {}
     for domain in domains:
@@ -202,7 +187,7 @@ def _with_parents(domains: list[str]) -> list[str]:
     return list(names)
 
 
-def _known_company(domain: str, known: Mapping[str, KnownCompany]) -> KnownCompany | None:
+def known_company(domain: str, known: Mapping[str, KnownCompany]) -> KnownCompany | None:
     labels = domain.split(".")
     for start in range(len(labels) - 1):
         company = known.get(".".join(labels[start:]))

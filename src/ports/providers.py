@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from firmsift.domain.model import Evidence
+from firmsift.domain.model import Completion, Evidence
+
+__all__ = ["LLM", "Completion", "Search"]
 
 
 class Search(Protocol):
@@ -13,13 +14,6 @@ class Search(Protocol):
 
     async def gather(self, domain: str) -> list[Evidence]:
         """Evidence about what the company at `domain` sells. Raises ProviderError."""
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    model: str
-    finish_reason: str | None = None
 
 
 class LLM(Protocol):

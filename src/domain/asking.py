@@ -1,0 +1,53 @@
+"""One question to the LLM about one domain: the prompt, the call and the defensive parse.
+
+The worker (process.py) and the evaluation harness both ask through here, so an evaluation
+scores exactly the path that answers real jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from firmsift.domain.model import Answer, Classifier, Completion, Evidence, ResultStatus, Source
+from firmsift.domain.parsing import ParseFailure, parse_verdict
+from firmsift.domain.prompt import answer_schema, build_prompt
+
+if TYPE_CHECKING:
+    from firmsift.ports.providers import LLM
+
+
+async def ask_llm(
+    domain: str,
+    classifier: Classifier,
+    evidence: list[Evidence],
+    llm: LLM,
+    *,
+    slots: asyncio.Semaphore,
+    marker: str,
+    now: Callable[[], datetime],
+) -> tuple[Answer, Completion | None]:
+    """(the answer, the completion it was read from, or None when the call failed).
+
+    Never raises for a provider failure or unreadable output: the answer is FAILED with the
+    reason, so one domain's failure stays that domain's. `slots` caps concurrent LLM calls.
+    """
+    system, user = build_prompt(classifier, domain, evidence, marker)
+
+    def answer(**outcome: object) -> Answer:
+        return Answer(domain=domain, classifier=classifier.name, answered_at=now(), source=Source.LLM,
+                      evidence=tuple(evidence), prompt_version=classifier.prompt_version, **outcome)  # type: ignore[arg-type]
+
+    try:
+        async with slots:
+            completion = await llm.complete(system, user, json_schema=answer_schema(classifier))
+    except Exception as error:  # noqa: BLE001 - failure isolation: this domain fails, the job goes on
+        return answer(status=ResultStatus.FAILED, error=f"LLM call failed: {error}", model=llm.model), None
+    verdict = parse_verdict(completion.text, classifier.answer_field)
+    if isinstance(verdict, ParseFailure):
+        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
+                      raw_output=verdict.raw, model=completion.model), completion
+    return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
+                  reason=verdict.reason, raw_output=completion.text, model=completion.model), completion

@@ -21,7 +21,8 @@ from firmsift.entrypoints.classify_client import (
     read_domain_column,
     write_results,
 )
-from firmsift.entrypoints.company_import import CompanyFileError, read_company_rows
+from firmsift.entrypoints.company_import import read_company_rows
+from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.key_commands import run_keys
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
@@ -38,6 +39,10 @@ class CommandError(RuntimeError):
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "classify":
         return classify(args)
+    if args.command == "eval":
+        from firmsift.entrypoints.eval_command import run_eval  # litellm and the report code: only here
+
+        return run_eval(args)
     if args.command == "queues":
         return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
     # `db upgrade` applies the migrations itself, so it can say which ones it applied.
@@ -107,7 +112,7 @@ async def _worker_until_signalled(container: Container) -> None:
 def import_companies(container: Container, path: Path) -> int:
     try:
         rows = read_company_rows(path)
-    except CompanyFileError as error:
+    except CsvFileError as error:
         raise CommandError(str(error)) from None
     written = asyncio.run(container.store().upsert_known(rows.companies.values()))
     for problem in rows.problems:

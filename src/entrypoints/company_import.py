@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from firmsift.domain.model import KnownCompany
 from firmsift.domain.normalize import DomainRejected, normalize_domain
+from firmsift.entrypoints.csv_files import read_csv_records
 
 
 @dataclass
@@ -16,34 +16,18 @@ class CompanyRows:
     problems: list[str] = field(default_factory=list)
 
 
-class CompanyFileError(ValueError):
-    """The file as a whole cannot be read (missing, not UTF-8, no `domain` column)."""
-
-
 def read_company_rows(path: Path) -> CompanyRows:
-    """Every valid row (normalized, last one wins per domain), and one message per bad row with its line number."""
+    """Every valid row (normalized, last one wins per domain), and one message per bad row with its line number.
+    Raises CsvFileError when the file cannot be read or has no `domain` column."""
     rows = CompanyRows()
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            fields = [name.strip().lower() for name in reader.fieldnames or []]
-            if "domain" not in fields:
-                raise CompanyFileError(f"{path}: no 'domain' column in the header (found: {', '.join(fields) or 'nothing'})")
-            reader.fieldnames = fields
-            for record in reader:
-                _read_row(reader.line_num, record, rows)
-    except FileNotFoundError:
-        raise CompanyFileError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise CompanyFileError(f"{path}: not UTF-8 text") from None
-    except csv.Error as error:
-        raise CompanyFileError(f"{path}: not a readable CSV file: {error}") from None
+    for line, record in read_csv_records(path, ("domain",)):
+        _read_row(line, record, rows)
     return rows
 
 
-def _read_row(line: int, record: dict[str, str | None], rows: CompanyRows) -> None:
-    raw = (record.get("domain") or "").strip()
-    name = (record.get("name") or "").strip()
+def _read_row(line: int, record: dict[str, str], rows: CompanyRows) -> None:
+    raw = record.get("domain", "")
+    name = record.get("name", "")
     try:
         domain = normalize_domain(raw)
     except DomainRejected as rejected:

@@ -26,10 +26,13 @@ class ScriptedLLM:
     """
 
     def __init__(self, default: str | Exception = '{"answer": true, "confidence": 4, "reasoning": "scripted"}',
-                 *, model: str = "scripted-model", delay: float = 0.0) -> None:
+                 *, model: str = "scripted-model", delay: float = 0.0, by_domain: dict[str, str | Exception] | None = None,
+                 tokens: tuple[int, int] | None = None) -> None:
         self.model = model
         self.default = default
         self.delay = delay
+        self.by_domain = by_domain or {}  # a reply per domain, whatever order concurrent calls come in
+        self.tokens = tokens  # (prompt, completion) tokens reported with each answer
         self.history: list[LLMCall] = []
         self._queue: deque[str | Exception] = deque()
         self.in_flight = 0
@@ -43,7 +46,7 @@ class ScriptedLLM:
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
         self.history.append(LLMCall(system, user, json_schema))
-        reply = self._queue.popleft() if self._queue else self.default
+        reply = self._queue.popleft() if self._queue else self._reply_for(user)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -53,7 +56,15 @@ class ScriptedLLM:
             self.in_flight -= 1
         if isinstance(reply, Exception):
             raise reply
-        return Completion(text=reply, model=self.model, finish_reason="stop")
+        prompt_tokens, completion_tokens = self.tokens or (None, None)
+        return Completion(text=reply, model=self.model, finish_reason="stop", prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens)
+
+    def _reply_for(self, user: str) -> str | Exception:
+        for domain, reply in self.by_domain.items():
+            if f"Domain: {domain}\n" in user:
+                return reply
+        return self.default
 
 
 class StaticSearch:

@@ -1,0 +1,203 @@
+"""Evaluation on labelled domains: what one candidate answered, and the scores computed from it."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
+
+
+@dataclass(frozen=True)
+class LabelledDomain:
+    """One row of a labels file: the truth a candidate is scored against."""
+
+    domain: str
+    label: bool
+    notes: str = ""
+
+
+class OutcomeKind(str, enum.Enum):
+    ANSWERED = "answered"
+    UNPARSEABLE = "unparseable"  # the model answered, but not in a form we can read
+    FAILED = "failed"  # no answer: transport error, timeout, refusal, cut-off
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one candidate made of one labelled domain.
+
+    Latencies are those measured when the answer was first obtained: a replayed snapshot keeps
+    its search time and a cached completion its LLM time, so reruns report the same figures.
+    """
+
+    domain: str
+    label: bool
+    kind: OutcomeKind
+    answer: bool | None = None
+    confidence: int | None = None
+    reason: str = ""
+    error: str | None = None
+    source: str = "llm"  # "llm" or "known_company"
+    search_seconds: float = 0.0
+    llm_seconds: float | None = None  # None when no LLM call was made (known company)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0  # None: the model's price is unknown
+    from_cache: bool = False  # the completion came from the LLM response cache: no call was paid for
+
+    @property
+    def domain_seconds(self) -> float:
+        return self.search_seconds + (self.llm_seconds or 0.0)
+
+    @property
+    def correct(self) -> bool:
+        return self.kind is OutcomeKind.ANSWERED and self.answer == self.label
+
+    @property
+    def verdict(self) -> str:
+        """yes / no, or the outcome kind when there is no answer: what a disagreement table shows."""
+        if self.kind is OutcomeKind.ANSWERED:
+            return "yes" if self.answer else "no"
+        return self.kind.value
+
+
+@dataclass(frozen=True)
+class ConfidenceLevel:
+    """Answers given at one confidence level and how many were right: is confidence calibrated?"""
+
+    confidence: int
+    answered: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.answered if self.answered else None
+
+
+@dataclass(frozen=True)
+class Score:
+    """One candidate's figures over a labels file.
+
+    accuracy counts every labelled domain, so an unanswered domain is a wrong one; the confusion
+    matrix, precision, recall and F1 count answered domains only (unanswered ones are listed apart).
+    Percentiles are nearest-rank: the value at rank ceil(p/100 * n) of the sorted latencies.
+    """
+
+    total: int
+    correct: int
+    true_positives: int
+    false_positives: int
+    true_negatives: int
+    false_negatives: int
+    false_negative_domains: tuple[str, ...]
+    false_positive_domains: tuple[str, ...]
+    unparseable_domains: tuple[str, ...]
+    failed_domains: tuple[str, ...]
+    by_confidence: tuple[ConfidenceLevel, ...]
+    domain_seconds_p50: float | None
+    domain_seconds_p95: float | None
+    llm_seconds_p50: float | None
+    llm_seconds_p95: float | None
+    llm_calls: int  # completions obtained (paid for now or when first cached)
+    cached_completions: int  # of those, served from the cache in this run
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None when any answered call's model has no known price
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.total if self.total else None
+
+    @property
+    def precision(self) -> float | None:
+        return _ratio(self.true_positives, self.true_positives + self.false_positives)
+
+    @property
+    def recall(self) -> float | None:
+        return _ratio(self.true_positives, self.true_positives + self.false_negatives)
+
+    @property
+    def f1(self) -> float | None:
+        precision, recall = self.precision, self.recall
+        if precision is None or recall is None or precision + recall == 0:
+            return None
+        return 2 * precision * recall / (precision + recall)
+
+
+def score(outcomes: Sequence[Outcome]) -> Score:
+    """The figures for one candidate's outcomes (one per labelled domain)."""
+    answered = [o for o in outcomes if o.kind is OutcomeKind.ANSWERED]
+
+    def domains(pick: bool, label: bool) -> tuple[str, ...]:
+        return tuple(sorted(o.domain for o in answered if o.answer is pick and o.label is label))
+
+    false_negatives, false_positives = domains(False, True), domains(True, False)
+    levels = tuple(
+        ConfidenceLevel(level, sum(o.confidence == level for o in answered),
+                        sum(o.confidence == level and o.correct for o in answered))
+        for level in CONFIDENCE_LEVELS
+    )
+    asked = [o for o in outcomes if o.llm_seconds is not None]
+    completed = [o for o in outcomes if o.kind is not OutcomeKind.FAILED and o.source == "llm"]
+    costs = [o.cost_usd for o in completed]
+    return Score(
+        total=len(outcomes),
+        correct=sum(o.correct for o in outcomes),
+        true_positives=len(domains(True, True)),
+        false_positives=len(false_positives),
+        true_negatives=len(domains(False, False)),
+        false_negatives=len(false_negatives),
+        false_negative_domains=false_negatives,
+        false_positive_domains=false_positives,
+        unparseable_domains=tuple(sorted(o.domain for o in outcomes if o.kind is OutcomeKind.UNPARSEABLE)),
+        failed_domains=tuple(sorted(o.domain for o in outcomes if o.kind is OutcomeKind.FAILED)),
+        by_confidence=levels,
+        domain_seconds_p50=percentile([o.domain_seconds for o in outcomes], 50),
+        domain_seconds_p95=percentile([o.domain_seconds for o in outcomes], 95),
+        llm_seconds_p50=percentile([o.llm_seconds for o in asked if o.llm_seconds is not None], 50),
+        llm_seconds_p95=percentile([o.llm_seconds for o in asked if o.llm_seconds is not None], 95),
+        llm_calls=len(completed),
+        cached_completions=sum(o.from_cache for o in completed),
+        prompt_tokens=sum(o.prompt_tokens for o in completed),
+        completion_tokens=sum(o.completion_tokens for o in completed),
+        cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+    )
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """Nearest-rank percentile (no interpolation, so a hand computation gives the same figure)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A labelled domain on which the candidates did not all give the same verdict."""
+
+    domain: str
+    label: bool
+    notes: str
+    verdicts: tuple[tuple[str, str, int | None], ...]  # (candidate, verdict, confidence)
+
+
+def disagreements(labels: Sequence[LabelledDomain],
+                  outcomes: Mapping[str, Mapping[str, Outcome]]) -> tuple[Disagreement, ...]:
+    """Domains where candidates differ (an unanswered domain differs from any answer), in label order.
+    `outcomes` maps candidate name -> domain -> outcome."""
+    rows: list[Disagreement] = []
+    for item in labels:
+        verdicts = tuple((name, by_domain[item.domain].verdict, by_domain[item.domain].confidence)
+                         for name, by_domain in outcomes.items() if item.domain in by_domain)
+        if len({verdict for _, verdict, _ in verdicts}) > 1:
+            rows.append(Disagreement(item.domain, item.label, item.notes, verdicts))
+    return tuple(rows)
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None

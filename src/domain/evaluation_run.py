@@ -1,0 +1,219 @@
+"""Running candidates over labelled domains: evidence once per search provider, answers by the worker's path."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from firmsift.domain.asking import ask_llm
+from firmsift.domain.errors import FirmsiftError
+from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
+from firmsift.domain.inflight import InFlight
+from firmsift.domain.model import Classifier, Completion, Evidence, KnownCompany, ResultStatus
+from firmsift.domain.process import known_company
+from firmsift.domain.submit import utc_now
+
+if TYPE_CHECKING:
+    from firmsift.ports.evaluation import CompletionCache, EvidenceSnapshots, Pricing
+    from firmsift.ports.providers import LLM, Search
+
+
+@dataclass(frozen=True)
+class GatheredEvidence:
+    """One search provider's evidence for one domain, and how long it took to gather.
+    A failed search is kept too (no evidence, with its error): the worker asks without evidence
+    then, and so does the evaluation."""
+
+    evidence: tuple[Evidence, ...]
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CachedCompletion:
+    text: str
+    model: str
+    seconds: float  # how long the call took when it was paid for
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class EvidenceSource(Protocol):
+    async def evidence_for(self, domain: str) -> GatheredEvidence: ...
+
+
+class MissingSnapshots(FirmsiftError):
+    """Replay was asked for, but some domains were never recorded for a provider."""
+
+    def __init__(self, provider: str, domains: Sequence[str]) -> None:
+        self.provider, self.domains = provider, tuple(domains)
+        shown = ", ".join(self.domains[:10]) + (" ..." if len(self.domains) > 10 else "")
+        super().__init__(f"no recorded evidence from search provider {provider!r} for {len(self.domains)} "
+                         f"domain(s): {shown}; run with --record first")
+
+
+class LiveEvidence:
+    """Searches each domain once per run, however many candidates share this provider, and
+    records what it found when given snapshots to record into."""
+
+    def __init__(self, search: Search, provider: str, record_to: EvidenceSnapshots | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.search, self.provider, self.record_to, self.clock = search, provider, record_to, clock
+        self._gathered: dict[str, GatheredEvidence] = {}
+        self._inflight: InFlight[GatheredEvidence] = InFlight()
+
+    async def evidence_for(self, domain: str) -> GatheredEvidence:
+        if domain not in self._gathered:
+            self._gathered[domain], _ = await self._inflight.run(domain, lambda: self._gather(domain))
+        return self._gathered[domain]
+
+    async def _gather(self, domain: str) -> GatheredEvidence:
+        started = self.clock()
+        try:
+            found = GatheredEvidence(tuple(await self.search.gather(domain)), self.clock() - started)
+        except Exception as error:  # noqa: BLE001 - as in the worker: carry on without evidence
+            found = GatheredEvidence((), self.clock() - started, error=str(error))
+        if self.record_to is not None:
+            self.record_to.save(self.provider, domain, found)
+        return found
+
+
+class ReplayedEvidence:
+    """Evidence recorded earlier: no search call at all."""
+
+    def __init__(self, snapshots: EvidenceSnapshots, provider: str, domains: Sequence[str]) -> None:
+        self._recorded = snapshots.load(provider)
+        missing = [d for d in domains if d not in self._recorded]
+        if missing:
+            raise MissingSnapshots(provider, missing)
+
+    async def evidence_for(self, domain: str) -> GatheredEvidence:
+        return self._recorded[domain]
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    """What a candidate is, as reports show it."""
+
+    name: str
+    model: str
+    api_base: str | None
+    classifier: str
+    prompt_version: str
+    search: str  # the search provider's name
+
+
+@dataclass
+class Candidate:
+    spec: CandidateSpec
+    classifier: Classifier
+    llm: LLM
+    evidence: EvidenceSource
+
+
+@dataclass
+class Evaluation:
+    """One run: every candidate over every labelled domain."""
+
+    labels: Sequence[LabelledDomain]
+    candidates: Sequence[Candidate]
+    pricing: Pricing
+    cache: CompletionCache | None = None
+    known: Mapping[str, KnownCompany] = field(default_factory=dict)  # empty: no known-company shortcut
+    concurrency: int = 8  # domains (search + LLM) in progress at once, over all candidates
+    on_progress: Callable[[int, int], None] = lambda done, total: None
+    clock: Callable[[], float] = time.monotonic
+    new_marker: Callable[[], str] = lambda: secrets.token_hex(12)
+
+
+async def evaluate(run: Evaluation) -> dict[str, tuple[Outcome, ...]]:
+    """Candidate name -> one outcome per labelled domain, in label order."""
+    slots = asyncio.Semaphore(run.concurrency)
+    total = len(run.labels) * len(run.candidates)
+    done = 0
+    run.on_progress(done, total)
+
+    async def one(candidate: Candidate, item: LabelledDomain) -> Outcome:
+        nonlocal done
+        async with slots:
+            outcome = await _outcome(run, candidate, item)
+        done += 1
+        run.on_progress(done, total)
+        return outcome
+
+    async with asyncio.TaskGroup() as group:
+        tasks = {c.spec.name: [group.create_task(one(c, item)) for item in run.labels] for c in run.candidates}
+    return {name: tuple(task.result() for task in found) for name, found in tasks.items()}
+
+
+async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) -> Outcome:
+    classifier = candidate.classifier
+    company = known_company(item.domain, run.known) if classifier.uses_known_companies else None
+    if company is not None:
+        return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=True, confidence=5,
+                       reason=f"Listed as a known CPG company: {company.domain}", source="known_company")
+    gathered = await candidate.evidence.evidence_for(item.domain)
+    key = completion_key(candidate.spec, classifier, item.domain, gathered.evidence)
+    llm = _TimedCachingLLM(candidate.llm, run.cache, key, run.clock)
+    # No wait for a slot inside: the run's own semaphore already bounds the calls in flight.
+    answer, completion = await ask_llm(item.domain, classifier, list(gathered.evidence), llm,
+                                       slots=asyncio.Semaphore(1), marker=run.new_marker(), now=utc_now)
+    common: dict[str, Any] = {"search_seconds": gathered.seconds, "llm_seconds": llm.seconds, "error": answer.error}
+    if completion is None:
+        return Outcome(item.domain, item.label, OutcomeKind.FAILED, **common)
+    prompt_tokens, completion_tokens = completion.prompt_tokens, completion.completion_tokens
+    reported = prompt_tokens is not None and completion_tokens is not None
+    common |= {"prompt_tokens": prompt_tokens or 0, "completion_tokens": completion_tokens or 0,
+               "from_cache": llm.from_cache,
+               "cost_usd": run.pricing.cost(candidate.spec.model, prompt_tokens or 0, completion_tokens or 0)
+               if reported else None}
+    if answer.status is not ResultStatus.DONE:
+        return Outcome(item.domain, item.label, OutcomeKind.UNPARSEABLE, **common)
+    return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=answer.answer,
+                   confidence=answer.confidence, reason=answer.reason, **common)
+
+
+def completion_key(spec: CandidateSpec, classifier: Classifier, domain: str, evidence: Sequence[Evidence]) -> str:
+    """The LLM cache key: (model, API base, prompt hash, evidence hash). The prompt hash covers
+    every template and the prompt version, so editing a prompt never reuses an old answer."""
+    prompt = [classifier.question, classifier.answer_field, classifier.definition, classifier.system_prompt,
+              classifier.user_prompt, classifier.prompt_version]
+    gathered = [domain, [[e.url, e.title, e.snippet] for e in evidence]]
+    return _sha256([spec.model, spec.api_base or "", _sha256(prompt), _sha256(gathered)])
+
+
+def _sha256(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, ensure_ascii=False).encode()).hexdigest()
+
+
+class _TimedCachingLLM:
+    """The candidate's LLM for one domain: answered from the cache when this exact question was
+    paid for before, otherwise asked and cached. Remembers how long the answer took."""
+
+    def __init__(self, llm: LLM, cache: CompletionCache | None, key: str, clock: Callable[[], float]) -> None:
+        self.model = llm.model
+        self._llm, self._cache, self._key, self._clock = llm, cache, key, clock
+        self.seconds: float | None = None
+        self.from_cache = False
+
+    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
+        cached = self._cache.get(self._key) if self._cache is not None else None
+        if cached is not None:
+            self.seconds, self.from_cache = cached.seconds, True
+            return Completion(cached.text, cached.model, prompt_tokens=cached.prompt_tokens,
+                              completion_tokens=cached.completion_tokens)
+        started = self._clock()
+        try:
+            completion = await self._llm.complete(system, user, json_schema=json_schema)
+        finally:
+            self.seconds = self._clock() - started
+        if self._cache is not None:
+            self._cache.put(self._key, CachedCompletion(completion.text, completion.model, self.seconds,
+                                                        completion.prompt_tokens, completion.completion_tokens))
+        return completion

@@ -1,0 +1,31 @@
+"""Evaluation ports: recorded search evidence, the LLM response cache and model prices."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from firmsift.domain.evaluation_run import CachedCompletion, GatheredEvidence
+
+
+class EvidenceSnapshots(Protocol):
+    """Search evidence recorded once per (search provider, domain), replayed for every candidate."""
+
+    def load(self, provider: str) -> dict[str, GatheredEvidence]:
+        """Every domain recorded for `provider` (the latest recording of each)."""
+
+    def save(self, provider: str, domain: str, gathered: GatheredEvidence) -> None:
+        """Record one domain's evidence; durable once this returns."""
+
+
+class CompletionCache(Protocol):
+    """LLM completions already paid for, by key (model, API base, prompt hash, evidence hash)."""
+
+    def get(self, key: str) -> CachedCompletion | None: ...
+
+    def put(self, key: str, completion: CachedCompletion) -> None:
+        """Durable once this returns, so an interrupted run resumes without paying twice."""
+
+
+class Pricing(Protocol):
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """US dollars for one call, or None when the model's price is unknown."""

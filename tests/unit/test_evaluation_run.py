@@ -1,0 +1,166 @@
+"""The evaluation run on in-memory fakes: evidence once per provider, record/replay, the LLM cache."""
+
+import dataclasses
+import itertools
+
+import pytest
+
+from firmsift.adapters.classifier_files import load_catalog
+from firmsift.adapters.memory_evaluation import FixedPricing, InMemoryCompletionCache, InMemorySnapshots
+from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
+from firmsift.domain.errors import ProviderError
+from firmsift.domain.evaluation import LabelledDomain, OutcomeKind
+from firmsift.domain.evaluation_run import (
+    Candidate,
+    CandidateSpec,
+    Evaluation,
+    LiveEvidence,
+    MissingSnapshots,
+    ReplayedEvidence,
+    completion_key,
+    evaluate,
+)
+from firmsift.domain.model import Evidence, KnownCompany
+
+pytestmark = pytest.mark.anyio
+CPG = load_catalog()["cpg"]
+LABELS = [LabelledDomain("snacks.com", True), LabelledDomain("bank.com", False), LabelledDomain("soap.com", True)]
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
+NO = '{"is_cpg": false, "confidence": 4, "reasoning": "A bank."}'
+
+
+def ticking_clock(step: float = 0.25):
+    """A clock that moves `step` seconds per reading: every timed call takes exactly `step`."""
+    counter = itertools.count()
+    return lambda: next(counter) * step
+
+
+def candidate(name: str, llm: ScriptedLLM, evidence, classifier=CPG, model: str = "m") -> Candidate:
+    spec = CandidateSpec(name, model, None, classifier.name, classifier.prompt_version, "static")
+    return Candidate(spec, classifier, llm, evidence)
+
+
+def by_domain_llm(**extra: object) -> ScriptedLLM:
+    return ScriptedLLM(YES, by_domain={"bank.com": NO}, tokens=(100, 20), **extra)  # type: ignore[arg-type]
+
+
+async def test_candidates_sharing_a_provider_search_each_domain_once_and_are_scored() -> None:
+    search, progress = StaticSearch(), []
+    evidence = LiveEvidence(search, "static")
+    first, second = by_domain_llm(), ScriptedLLM(YES, tokens=(100, 20))
+    run = Evaluation(LABELS, [candidate("one", first, evidence), candidate("two", second, evidence)],
+                     FixedPricing(1.0, 2.0), on_progress=lambda done, total: progress.append((done, total)))
+    outcomes = await evaluate(run)
+    assert sorted(search.queries) == sorted(i.domain for i in LABELS)  # not twice
+    assert [o.verdict for o in outcomes["one"]] == ["yes", "no", "yes"]
+    assert [o.correct for o in outcomes["two"]] == [True, False, True]
+    assert outcomes["one"][0].cost_usd == pytest.approx((100 * 1.0 + 20 * 2.0) / 1e6)
+    assert progress[0] == (0, 6) and progress[-1] == (6, 6)
+
+
+async def test_recorded_evidence_replays_without_search_and_missing_domains_are_refused() -> None:
+    snapshots, search = InMemorySnapshots(), StaticSearch()
+    await evaluate(Evaluation(LABELS, [candidate("one", by_domain_llm(), LiveEvidence(search, "static", snapshots))],
+                              FixedPricing(0, 0)))
+    assert set(snapshots.recorded["static"]) == {i.domain for i in LABELS}
+    searched = len(search.queries)
+    llm = by_domain_llm()
+    replayed = ReplayedEvidence(snapshots, "static", [i.domain for i in LABELS])
+    outcomes = await evaluate(Evaluation(LABELS, [candidate("one", llm, replayed)], FixedPricing(0, 0)))
+    assert len(search.queries) == searched and len(llm.history) == 3
+    assert "snacks.com makes snacks." in next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)
+    assert [o.verdict for o in outcomes["one"]] == ["yes", "no", "yes"]
+    with pytest.raises(MissingSnapshots, match="1 domain.*new.com.*--record"):
+        ReplayedEvidence(snapshots, "static", ["snacks.com", "new.com"])
+    with pytest.raises(MissingSnapshots):
+        ReplayedEvidence(snapshots, "tavily", ["snacks.com"])
+
+
+async def test_a_failed_search_is_recorded_and_the_domain_is_still_asked_as_the_worker_would() -> None:
+    snapshots = InMemorySnapshots()
+    llm = by_domain_llm()
+    evidence = LiveEvidence(StaticSearch(ProviderError("search down")), "static", snapshots, clock=ticking_clock())
+    outcomes = await evaluate(Evaluation(LABELS[:1], [candidate("one", llm, evidence)], FixedPricing(0, 0)))
+    assert snapshots.recorded["static"]["snacks.com"].error == "search down"
+    assert snapshots.recorded["static"]["snacks.com"].evidence == ()
+    assert outcomes["one"][0].verdict == "yes" and outcomes["one"][0].search_seconds == 0.25
+    assert "no evidence could be gathered" in llm.history[0].user
+
+
+async def test_a_cached_run_makes_no_llm_call_and_reports_the_same_figures() -> None:
+    cache, evidence = InMemoryCompletionCache(), LiveEvidence(StaticSearch(), "static", clock=ticking_clock())
+
+    def run(llm: ScriptedLLM) -> Evaluation:
+        return Evaluation(LABELS, [candidate("one", llm, evidence)], FixedPricing(1, 1), cache=cache,
+                          clock=ticking_clock(0.5))
+
+    first_llm, second_llm = by_domain_llm(), by_domain_llm()
+    first = (await evaluate(run(first_llm)))["one"]
+    second = (await evaluate(run(second_llm)))["one"]
+    assert len(first_llm.history) == 3 and second_llm.history == []
+    assert all(o.from_cache for o in second) and not any(o.from_cache for o in first)
+    assert [dataclasses.replace(o, from_cache=False) for o in second] == list(first)
+    assert first[0].llm_seconds == 0.5  # the original call's time, kept for reruns
+
+
+async def test_failures_are_kept_apart_and_only_answers_are_cached() -> None:
+    cache = InMemoryCompletionCache()
+    llm = ScriptedLLM(YES, by_domain={"bank.com": "I cannot say.", "soap.com": ProviderError("timed out")},
+                      tokens=(50, 5))
+    outcomes = (await evaluate(Evaluation(LABELS, [candidate("one", llm, LiveEvidence(StaticSearch(), "s"))],
+                                          FixedPricing(1, 1), cache=cache)))["one"]
+    kinds = {o.domain: o.kind for o in outcomes}
+    assert kinds == {"snacks.com": OutcomeKind.ANSWERED, "bank.com": OutcomeKind.UNPARSEABLE,
+                     "soap.com": OutcomeKind.FAILED}
+    unparseable = next(o for o in outcomes if o.domain == "bank.com")
+    assert unparseable.prompt_tokens == 50 and "unreadable model output" in (unparseable.error or "")
+    failed = next(o for o in outcomes if o.domain == "soap.com")
+    assert failed.cost_usd == 0.0 and "timed out" in (failed.error or "")
+    assert len(cache.entries) == 2  # the garbage was paid for: cached; the timeout was not
+
+
+async def test_the_cache_key_changes_with_model_api_base_prompt_and_evidence() -> None:
+    spec = CandidateSpec("one", "m", None, "cpg", CPG.prompt_version, "s")
+    evidence = [Evidence("https://a.com", "A", "snacks")]
+    key = completion_key(spec, CPG, "a.com", evidence)
+    assert key == completion_key(dataclasses.replace(spec, name="renamed"), CPG, "a.com", evidence)
+    others = [
+        completion_key(dataclasses.replace(spec, model="m2"), CPG, "a.com", evidence),
+        completion_key(dataclasses.replace(spec, api_base="http://127.0.0.1:1"), CPG, "a.com", evidence),
+        completion_key(spec, dataclasses.replace(CPG, prompt_version="v2"), "a.com", evidence),
+        completion_key(spec, dataclasses.replace(CPG, system_prompt=CPG.system_prompt + "!"), "a.com", evidence),
+        completion_key(spec, CPG, "b.com", evidence),
+        completion_key(spec, CPG, "a.com", [Evidence("https://a.com", "A", "soap")]),
+    ]
+    assert len({key, *others}) == 7
+
+
+async def test_known_companies_answer_only_when_given_and_only_for_classifiers_that_use_them() -> None:
+    llm = by_domain_llm()
+    other = dataclasses.replace(CPG, name="other", uses_known_companies=False)
+    evidence = LiveEvidence(StaticSearch(), "s")
+    run = Evaluation(LABELS, [candidate("cpg", llm, evidence), candidate("other", by_domain_llm(), evidence, other)],
+                     FixedPricing(0, 0), known={"soap.com": KnownCompany("soap.com", "Soap Co")})
+    outcomes = await evaluate(run)
+    soap = outcomes["cpg"][2]
+    assert (soap.source, soap.answer, soap.confidence, soap.llm_seconds) == ("known_company", True, 5, None)
+    assert llm.calls_about("soap.com") == 0
+    assert outcomes["other"][2].source == "llm"
+
+
+async def test_concurrency_bounds_the_domains_in_progress() -> None:
+    labels = [LabelledDomain(f"d{i}.com", True) for i in range(12)]
+    llm = ScriptedLLM(YES, delay=0.01)
+    await evaluate(Evaluation(labels, [candidate("one", llm, LiveEvidence(StaticSearch(), "s"))],
+                              FixedPricing(0, 0), concurrency=3))
+    assert llm.max_in_flight == 3 and len(llm.history) == 12
+
+
+async def test_one_candidate_failing_hard_does_not_hide_the_others_results() -> None:
+    # A provider exception is a FAILED outcome, never an exception out of evaluate().
+    llm = ScriptedLLM(RuntimeError("boom"))
+    outcomes = await evaluate(Evaluation(LABELS, [candidate("one", llm, LiveEvidence(StaticSearch(), "s")),
+                                                  candidate("two", by_domain_llm(), LiveEvidence(StaticSearch(), "s"))],
+                                         FixedPricing(0, 0)))
+    assert {o.kind for o in outcomes["one"]} == {OutcomeKind.FAILED}
+    assert all(o.correct for o in outcomes["two"])

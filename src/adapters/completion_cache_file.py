@@ -1,0 +1,43 @@
+"""The evaluation's LLM response cache: a JSON Lines file of completions already paid for."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from firmsift.adapters.jsonl_file import JsonlFileError, append_record, read_records
+from firmsift.domain.evaluation_run import CachedCompletion
+
+
+class CompletionCacheFile:
+    """Loaded whole at start; each new completion is appended at once, so a run killed halfway
+    keeps every answer it paid for and the next run asks only for the rest."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, CachedCompletion] = {}
+        for record in read_records(path):
+            key, text, model = record.get("key"), record.get("text"), record.get("model")
+            if not (isinstance(key, str) and isinstance(text, str) and isinstance(model, str)):
+                raise JsonlFileError(f"{path}: a cache record lacks key, text or model")
+            self._entries[key] = CachedCompletion(text, model, float(record.get("seconds") or 0.0),
+                                                  _tokens(record.get("prompt_tokens")),
+                                                  _tokens(record.get("completion_tokens")))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> CachedCompletion | None:
+        return self._entries.get(key)
+
+    def put(self, key: str, completion: CachedCompletion) -> None:
+        append_record(self.path, {
+            "key": key, "cached_at": datetime.now(UTC).isoformat(timespec="seconds"), "text": completion.text,
+            "model": completion.model, "seconds": round(completion.seconds, 6),
+            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+        })
+        self._entries[key] = completion
+
+
+def _tokens(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -1,0 +1,101 @@
+"""How an evaluation report's figures print, shared by the terminal, Markdown and HTML views."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+NOT_AVAILABLE = "n/a"
+
+# One row per candidate in every view's metrics table, in this order.
+METRIC_HEADERS = ("candidate", "accuracy", "FN", "FP", "precision", "recall", "F1", "unparseable", "failed",
+                  "domain p50/p95", "LLM p50/p95", "LLM calls (cached)", "tokens in/out", "cost")
+
+
+def percent(value: float | None) -> str:
+    return NOT_AVAILABLE if value is None else f"{value * 100:.1f}%"
+
+
+def accuracy(metrics: Mapping[str, Any]) -> str:
+    """`95.4% (104/109)`: the share and the counts behind it, so a small labels file is not overread."""
+    if metrics["accuracy"] is None:
+        return NOT_AVAILABLE
+    return f"{percent(metrics['accuracy'])} ({metrics['correct']}/{metrics['total']})"
+
+
+def f1(value: float | None) -> str:
+    return NOT_AVAILABLE if value is None else f"{value:.3f}"
+
+
+def seconds(value: float | None) -> str:
+    return NOT_AVAILABLE if value is None else f"{value:.2f}s"
+
+
+def percentiles(p50: float | None, p95: float | None) -> str:
+    if p50 is None and p95 is None:
+        return NOT_AVAILABLE
+    return f"{seconds(p50)} / {seconds(p95)}"
+
+
+def cost(value: float | None) -> str:
+    return "n/a (price unknown)" if value is None else f"${value:.4f}"
+
+
+def duration(total_seconds: float) -> str:
+    minutes, rest = divmod(total_seconds, 60)
+    return f"{int(minutes)}m {rest:04.1f}s" if minutes else f"{rest:.1f}s"
+
+
+def metric_row(candidate: Mapping[str, Any]) -> list[str]:
+    """The METRIC_HEADERS cells for one candidate (the name unescaped: each view escapes its own way)."""
+    m, latency = candidate["metrics"], candidate["metrics"]["latency"]
+    return [
+        candidate["name"], accuracy(m), str(len(m["false_negatives"])), str(len(m["false_positives"])),
+        percent(m["precision"]), percent(m["recall"]), f1(m["f1"]),
+        str(len(m["unparseable"])), str(len(m["failed"])),
+        percentiles(latency["domain_p50"], latency["domain_p95"]),
+        percentiles(latency["llm_p50"], latency["llm_p95"]),
+        f"{m['llm_calls']} ({m['cached_completions']})",
+        f"{m['prompt_tokens']:,}/{m['completion_tokens']:,}",
+        cost(m["cost_usd"]),
+    ]
+
+
+def confidence_cell(level: Mapping[str, Any]) -> str:
+    """One confidence level's accuracy with its counts; `no answers` rather than a misleading 0%."""
+    if not level["answered"]:
+        return "no answers"
+    return f"{percent(level['accuracy'])} ({level['correct']}/{level['answered']})"
+
+
+def verdict_cell(verdict: Mapping[str, Any]) -> str:
+    """`yes (4)`: a verdict with its confidence, or the outcome kind alone when there was no answer."""
+    confidence = verdict.get("confidence")
+    return verdict["verdict"] if confidence is None else f"{verdict['verdict']} ({confidence})"
+
+
+def best_accuracy(document: Mapping[str, Any]) -> float | None:
+    """The highest accuracy among the candidates (every candidate reaching it is highlighted)."""
+    known = [c["metrics"]["accuracy"] for c in document["candidates"] if c["metrics"]["accuracy"] is not None]
+    return max(known, default=None)
+
+
+def unanswered_by_label(candidate: Mapping[str, Any]) -> dict[str, int]:
+    """How many yes- and no-labelled domains got no answer (unparseable or failed): the confusion
+    matrix counts answered domains only, so these complete its columns to the labelled totals."""
+    counts = {"yes": 0, "no": 0}
+    for outcome in candidate["outcomes"]:
+        if outcome["verdict"] not in ("yes", "no"):
+            counts[outcome["label"]] += 1
+    return counts
+
+
+def outcomes_by_domain(candidate: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {outcome["domain"]: outcome for outcome in candidate["outcomes"]}
+
+
+def domain_note(outcome: Mapping[str, Any] | None) -> str:
+    """Why a listed domain went the way it did: the model's reason, or the error when it gave none."""
+    if outcome is None:
+        return ""
+    return outcome.get("error") or outcome.get("reason") or ""

@@ -1,4 +1,4 @@
-"""The `firmsift` command: serve, api, worker, classify, companies import, replies, dlq, keys, db upgrade."""
+"""The `firmsift` command: serve, api, worker, classify, eval, companies import, replies, dlq, keys, db upgrade."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from firmsift.domain.errors import FirmsiftError
 from firmsift.entrypoints.settings import ConfigurationError
+from firmsift.entrypoints.eval_arguments import add_eval_parser
 from firmsift.entrypoints.key_commands import add_keys_parser
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
@@ -54,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--output", "-o", type=Path, help="write results to this file instead of stdout")
     classify.add_argument("--timeout", type=float, default=3600, help="seconds to wait for all jobs (default 3600)")
     classify.add_argument("--poll-interval", type=float, default=1.0, help="seconds between polls (default 1)")
+
+    add_eval_parser(commands)
 
     companies = commands.add_parser("companies", help="manage the known-companies table")
     companies_commands = companies.add_subparsers(dest="companies_command", required=True, metavar="ACTION")

@@ -10,6 +10,8 @@ from pydantic import SecretStr
 
 from firmsift.adapters.brave_search import BraveSearch
 from firmsift.adapters.classifier_files import load_catalog
+from firmsift.adapters.completion_cache_file import CompletionCacheFile
+from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
 from firmsift.adapters.homepage_search import HomepageSearch
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
@@ -28,6 +30,7 @@ from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
+    from firmsift.ports.evaluation import Pricing
     from firmsift.ports.providers import LLM, Search
     from firmsift.ports.queue import ReplyPublisher, WorkQueue
 
@@ -46,6 +49,12 @@ def make_llm(settings: Settings) -> LLM:
         key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
     return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
                    timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
+
+
+def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
+    from firmsift.adapters.litellm_pricing import LitellmPricing  # imports litellm: only when prices are asked
+
+    return LitellmPricing(overrides)
 
 
 def make_search(settings: Settings) -> Search:
@@ -176,3 +185,9 @@ class Container(containers.DeclarativeContainer):
     worker_search = providers.Singleton(MeteredSearch, providers.Singleton(
         RetryingSearch, providers.Singleton(RateLimitedSearch, search, search_budget), search_retry_policy), metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)
+
+    # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with
+    # a file) and model prices (call with per-model price overrides).
+    eval_snapshots = providers.Factory(SnapshotFiles)
+    eval_cache = providers.Factory(CompletionCacheFile)
+    eval_pricing = providers.Factory(make_pricing)

@@ -42,6 +42,7 @@ class Reply:
     refusal: str | None = None
     model: str = "fake-model"
     headers: tuple[tuple[str, str], ...] = ()
+    tokens: tuple[int, int] = (10, 10)  # (prompt, completion) tokens reported in `usage`
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class FakeLLMServer:
         self.host = host
         self.requests: list[ReceivedRequest] = []
         self._queue: collections.deque[Reply] = collections.deque()
+        self._by_domain: dict[tuple[str | None, str], Reply] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -129,6 +131,19 @@ class FakeLLMServer:
         with self._lock:
             self._queue.append(reply)
 
+    def script(self, domain: str, reply: Reply, *, model: str | None = None) -> None:
+        """Answer every request about `domain` (from `model` only, if given) with `reply`, in
+        whatever order concurrent requests arrive. Queued replies still come first."""
+        with self._lock:
+            self._by_domain[(model, domain)] = reply
+
+    def script_file(self, path: Path) -> None:
+        """Load scripted replies from JSON: {"<model or *>": {"<domain>": {Reply fields}}}."""
+        for model, domains in json.loads(path.read_text(encoding="utf-8")).items():
+            for domain, fields in domains.items():
+                fields = {**fields, "tokens": tuple(fields.get("tokens", (10, 10)))}
+                self.script(domain, Reply(**fields), model=None if model == "*" else model)
+
     def start(self) -> str:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
         self._thread.start()
@@ -155,11 +170,18 @@ class FakeLLMServer:
         refusal = self._refusal(received)
         with self._lock:
             self.requests.append(received)
-            reply = refusal or (self._queue.popleft() if self._queue else None)
+            reply = refusal or (self._queue.popleft() if self._queue else self._scripted(received.body))
         if reply is None:
             reply = self.default or Reply(content=json.dumps(scripted_answer(received.body, self.decision)))
         self._log(received, reply)
         return reply.status, _encode(reply), max(reply.delay, self.delay), reply.headers
+
+    def _scripted(self, body: Any) -> Reply | None:
+        domain = requested_domain(body)
+        model = body.get("model") if isinstance(body, dict) else None
+        if domain is None:
+            return None
+        return self._by_domain.get((model, domain)) or self._by_domain.get((None, domain))
 
     def wait(self, seconds: float) -> None:
         # Event.wait refuses an infinite timeout; None waits until stop() sets the event.
@@ -243,7 +265,8 @@ def _encode(reply: Reply) -> bytes:
         "created": int(time.time()),
         "model": reply.model,
         "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        "usage": {"prompt_tokens": reply.tokens[0], "completion_tokens": reply.tokens[1],
+                  "total_tokens": sum(reply.tokens)},
     }
     return json.dumps(completion).encode()
 
@@ -324,6 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", type=Path, help="append one JSON line per request received")
     parser.add_argument("--reject-json-schema", action="store_true", help="400 on json_schema, like llama.cpp")
     parser.add_argument("--reject-response-format", action="store_true", help="400 on any response_format")
+    parser.add_argument("--script", type=Path, help='JSON replies by model and domain: {"*": {"a.com": {"content": ...}}}')
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         host=args.host,
@@ -334,6 +358,8 @@ def main(argv: list[str] | None = None) -> None:
         reject_json_schema=args.reject_json_schema,
         reject_response_format=args.reject_response_format,
     )
+    if args.script:
+        server.script_file(args.script)
     print(server.port, flush=True)
     print(f"fake LLM server listening on {server.base_url}", file=sys.stderr, flush=True)
     try:

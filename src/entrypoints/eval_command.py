@@ -1,0 +1,156 @@
+"""`firmsift eval`: score candidates (model x prompt x search provider) on a labelled set of domains."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from firmsift.adapters.classifier_files import ClassifierFileError, parse_classifier
+from firmsift.adapters.jsonl_file import JsonlFileError
+from firmsift.domain.evaluation import LabelledDomain, Outcome
+from firmsift.domain.evaluation_run import (
+    Candidate,
+    CandidateSpec,
+    Evaluation,
+    EvidenceSource,
+    LiveEvidence,
+    MissingSnapshots,
+    ReplayedEvidence,
+    evaluate,
+)
+from firmsift.domain.model import Classifier, KnownCompany
+from firmsift.domain.process import with_parents
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.csv_files import CsvFileError
+from firmsift.entrypoints.eval_document import report_document
+from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
+from firmsift.entrypoints.eval_progress import ProgressBar
+from firmsift.entrypoints.eval_report import summary_table, write_reports
+from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.settings import ConfigurationError, Settings
+
+EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Exit 0 once the reports are written; usage errors raise ConfigurationError (exit 2)."""
+    settings = Settings()
+    base = Container(settings=settings)
+    mode = "record" if args.record else "replay" if args.replay else "live"
+    try:
+        labels = read_labels(args.labels)[: args.limit]
+        declarations = (read_candidates(args.candidates) if args.candidates
+                        else [CandidateDeclaration(name=settings.llm_model)])
+        cache = None if args.no_cache else base.eval_cache(args.cache)
+        containers = [Container(settings=_candidate_settings(settings, d)) for d in declarations]
+        candidates = _candidates(declarations, containers, base, args, mode, labels)
+    except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots) as error:
+        raise ConfigurationError(str(error)) from None
+    prices = {c.spec.model: (d.input_cost_per_million, d.output_cost_per_million)
+              for c, d in zip(candidates, declarations, strict=True)
+              if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
+    run = Evaluation(labels, candidates, base.eval_pricing(prices), cache=cache, known=_known(args, labels),
+                     concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
+    started = datetime.now(UTC)
+    try:
+        outcomes = asyncio.run(_evaluate_then_close(run, containers))
+    except KeyboardInterrupt:
+        kept = f"; {len(cache)} answers are cached in {args.cache}" if cache is not None else ""
+        print(f"\nfirmsift eval: interrupted{kept}: run the same command again to resume", file=sys.stderr)
+        return 130
+    document = report_document(labels_file=str(args.labels), labels=labels, evidence=EVIDENCE_MODES[mode],
+                               started_at=started, finished_at=datetime.now(UTC),
+                               specs=[c.spec for c in candidates], outcomes=outcomes)
+    folder = args.output or Path("eval-reports") / f"{started:%Y%m%dT%H%M%SZ}-{args.labels.stem}"
+    written = write_reports(document, folder)
+    print(summary_table(document))
+    print("reports: " + ", ".join(str(path) for path in written), file=sys.stderr)
+    return 0
+
+
+def _candidates(declarations: Sequence[CandidateDeclaration], containers: Sequence[Container], base: Container,
+                args: argparse.Namespace, mode: str, labels: Sequence[LabelledDomain]) -> list[Candidate]:
+    """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries),
+    and its evidence source: one per search provider, shared by the candidates that use it."""
+    snapshots = base.eval_snapshots(args.snapshots)
+    catalog = base.catalog()
+    sources: dict[str, EvidenceSource] = {}
+    candidates = []
+    for declaration, container in zip(declarations, containers, strict=True):
+        settings = container.settings()
+        provider = settings.search_provider
+        if provider not in sources:
+            sources[provider] = (ReplayedEvidence(snapshots, provider, [i.domain for i in labels]) if mode == "replay"
+                                 else LiveEvidence(container.worker_search(), provider,
+                                                   record_to=snapshots if mode == "record" else None))
+        classifier = _classifier(declaration, catalog, args.classifier)
+        spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
+                             classifier.name, classifier.prompt_version, provider)
+        candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
+    return candidates
+
+
+async def _evaluate_then_close(run: Evaluation, containers: Sequence[Container]) -> dict[str, tuple[Outcome, ...]]:
+    try:
+        return await evaluate(run)
+    finally:
+        for container in containers:
+            search = container.worker_search()
+            if hasattr(search, "aclose"):
+                await search.aclose()
+
+
+def _candidate_settings(base: Settings, declaration: CandidateDeclaration) -> Settings:
+    """The settings with this candidate's model, API base, key and search provider in place.
+    Built anew (not copied) so the settings' own checks run on the combination."""
+    overrides: dict[str, Any] = {}
+    if declaration.model:
+        overrides["llm_model"] = declaration.model
+    if declaration.api_base:
+        overrides["llm_api_base"] = declaration.api_base
+    if declaration.search:
+        overrides["search_provider"] = declaration.search
+    if declaration.max_tokens:
+        overrides["llm_max_tokens"] = declaration.max_tokens
+    if declaration.api_key_env:
+        key = os.environ.get(declaration.api_key_env)
+        if not key:
+            raise ConfigurationError(f"candidate {declaration.name!r}: api_key_env names "
+                                     f"{declaration.api_key_env}, which is not set")
+        overrides["llm_api_key"] = SecretStr(key)
+    return Settings(**overrides) if overrides else base
+
+
+def _classifier(declaration: CandidateDeclaration, catalog: dict[str, Classifier], default: str) -> Classifier:
+    if declaration.classifier_file is not None:
+        try:
+            return parse_classifier(str(declaration.classifier_file), declaration.classifier_file.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigurationError(f"candidate {declaration.name!r}: cannot read classifier_file: {error}") from None
+        except ClassifierFileError as error:
+            raise ConfigurationError(f"candidate {declaration.name!r}: {error}") from None
+    name = declaration.classifier or default
+    if name not in catalog:
+        raise ConfigurationError(f"candidate {declaration.name!r}: no classifier named {name!r} "
+                                 f"(configured: {', '.join(sorted(catalog))})")
+    return catalog[name]
+
+
+def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain]) -> dict[str, KnownCompany]:
+    """The known companies among the labelled domains (and their parents), read from the
+    database only when asked: by default an evaluation scores the search + LLM path alone."""
+    if not args.known_companies:
+        return {}
+    container = start_container()
+    try:
+        return asyncio.run(container.store().find_known(with_parents([i.domain for i in labels])))
+    finally:
+        container.engine().dispose()

@@ -1,0 +1,192 @@
+"""`firmsift eval` as a user runs it, against a scripted OpenAI-compatible server and a fake SearXNG.
+
+The scripted answers (tests/fixtures/eval/llm-script.json) are known in advance, so every figure
+in the report is checked against the hand computation written next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_llm_server import FakeLLMServer, Reply
+from tests.support.fake_search_server import FakeSearchServer
+from tests.support.processes import run_cli, wait_until
+
+pytestmark = pytest.mark.e2e
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
+LABELS, CANDIDATES = FIXTURES / "labels.csv", FIXTURES / "candidates.toml"
+DOMAINS = 8
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLMServer]:
+    server = FakeLLMServer()
+    server.script_file(FIXTURES / "llm-script.json")
+    with server:
+        yield server
+
+
+@pytest.fixture
+def search() -> Iterator[FakeSearchServer]:
+    with FakeSearchServer() as server:
+        yield server
+
+
+@pytest.fixture
+def env(llm: FakeLLMServer, search: FakeSearchServer, tmp_path: Path) -> dict[str, str]:
+    return {
+        "FIRMSIFT_LLM_API_BASE": llm.base_url,
+        "FIRMSIFT_SEARCH_PROVIDER": "searxng",
+        "FIRMSIFT_SEARXNG_URL": search.base_url,
+        "FIRMSIFT_LLM_TIMEOUT": "3",  # a cold first call must not time out; golf (10 s) must
+        "FIRMSIFT_LLM_RETRY_ATTEMPTS": "1",
+        "FIRMSIFT_SEARCH_RETRY_ATTEMPTS": "1",
+        "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+    }
+
+
+def evaluate(env: dict[str, str], tmp_path: Path, *extra: str, report: str = "report") -> tuple[dict, str]:
+    result = run_cli(env, "eval", str(LABELS), "--candidates", str(CANDIDATES), "--snapshots",
+                     str(tmp_path / "snapshots"), "--cache", str(tmp_path / "cache.jsonl"),
+                     "--output", str(tmp_path / report), *extra)
+    assert result.returncode == 0, result.stderr
+    return json.loads((tmp_path / report / "report.json").read_text()), result.stdout
+
+
+def by_name(document: dict) -> dict[str, dict]:
+    return {candidate["name"]: candidate for candidate in document["candidates"]}
+
+
+def test_every_figure_matches_the_hand_computation(env: dict[str, str], tmp_path: Path,
+                                                   search: FakeSearchServer) -> None:
+    document, stdout = evaluate(env, tmp_path, "--record")
+    assert document["labelled"] == {"total": 8, "yes": 4, "no": 4} and document["evidence"] == "recorded"
+    a = by_name(document)["model-a"]["metrics"]
+    # model-a: alpha TP(5), bravo FN(2), charlie TN(4), delta FP(3), echo unparseable, foxtrot 500,
+    # golf times out (10 s answer, 3 s timeout), hotel TN(5).
+    assert (a["correct"], a["accuracy"]) == (3, 3 / 8)
+    assert a["confusion"] == {"true_positives": 1, "false_positives": 1, "true_negatives": 2, "false_negatives": 1}
+    assert (a["precision"], a["recall"], a["f1"]) == (0.5, 0.5, 0.5)
+    assert a["false_negatives"] == ["bravo-foods.com"] and a["false_positives"] == ["delta-retail.com"]
+    assert a["unparseable"] == ["echo-drinks.com"]
+    assert a["failed"] == ["foxtrot-freight.com", "golf-pet.com"]
+    levels = {level["confidence"]: (level["answered"], level["correct"]) for level in a["by_confidence"]}
+    assert levels == {5: (2, 2), 4: (1, 1), 3: (1, 0), 2: (1, 0), 1: (0, 0)}
+    # Six completions were paid for: alpha (1000 + 100 tokens) and five at the server's 10 + 10.
+    assert (a["llm_calls"], a["prompt_tokens"], a["completion_tokens"]) == (6, 1050, 150)
+    assert a["cost_usd"] == pytest.approx((1050 * 1.0 + 150 * 4.0) / 1e6)  # the candidate's own prices
+    assert a["latency"]["llm_p95"] >= 3.0  # the timed-out call waited its full 3 s
+    b = by_name(document)["model-b"]["metrics"]
+    assert (b["accuracy"], b["false_negatives"], b["failed"]) == (1.0, [], [])
+    assert (b["prompt_tokens"], b["completion_tokens"]) == (16000, 400)
+    assert b["cost_usd"] is None  # "openai/model-b" is in no price list and the file gives none
+    assert [row["domain"] for row in document["disagreements"]] == [
+        "bravo-foods.com", "delta-retail.com", "echo-drinks.com", "foxtrot-freight.com", "golf-pet.com"]
+    # One search per domain, although two candidates use the provider.
+    assert len(search.requests) == DOMAINS
+    assert "37.5%" in stdout and "bravo-foods.com" in stdout
+    for name in ("report.json", "report.md", "report.html"):
+        assert (tmp_path / "report" / name).stat().st_size > 0
+
+
+def test_replay_makes_no_search_call_and_gives_the_same_verdicts(env: dict[str, str], tmp_path: Path,
+                                                                 search: FakeSearchServer,
+                                                                 llm: FakeLLMServer) -> None:
+    recorded, _ = evaluate(env, tmp_path, "--record", "--no-cache")
+    searches, calls = len(search.requests), len(llm.requests)
+    replayed, _ = evaluate(env, tmp_path, "--replay", "--no-cache", report="replayed")
+    assert len(search.requests) == searches  # no search at all
+    assert len(llm.requests) == 2 * calls  # --no-cache: every candidate asked again
+    assert replayed["evidence"] == "replayed"
+
+    def verdicts(document: dict) -> dict:
+        return {c["name"]: [(o["domain"], o["verdict"]) for o in c["outcomes"]] for c in document["candidates"]}
+
+    assert verdicts(replayed) == verdicts(recorded)
+    # The prompts sent on replay carried the recorded evidence.
+    assert all("what alpha-snacks.com makes" in json.dumps(r.body) for r in llm.requests
+               if "alpha-snacks.com" in json.dumps(r.body))
+
+
+def test_a_rerun_is_answered_from_the_cache_with_the_same_figures(env: dict[str, str], tmp_path: Path,
+                                                                  llm: FakeLLMServer) -> None:
+    first, _ = evaluate(env, tmp_path, "--record")
+    calls = len(llm.requests)
+    second, _ = evaluate(env, tmp_path, "--replay", report="again")
+    # Only the two failures (a 500 and a timeout) are asked again: failures are never cached.
+    assert len(llm.requests) - calls == 2
+    a1, a2 = by_name(first)["model-a"]["metrics"], by_name(second)["model-a"]["metrics"]
+    assert a2["cached_completions"] == 6 and a1["cached_completions"] == 0
+    for figure in ("accuracy", "confusion", "by_confidence", "prompt_tokens", "cost_usd", "llm_calls"):
+        assert a1[figure] == a2[figure]
+
+
+def test_an_interrupted_run_resumes_without_asking_twice(env: dict[str, str], tmp_path: Path,
+                                                         llm: FakeLLMServer) -> None:
+    for domain in ("alpha-snacks.com", "bravo-foods.com", "charlie-bank.com", "delta-retail.com",
+                   "echo-drinks.com", "hotel-software.com"):  # slow answers, so the kill lands mid-run
+        llm.script(domain, Reply(content='{"is_cpg": true, "confidence": 4, "reasoning": "slow"}', delay=0.3))
+    args = [sys.executable, "-m", "firmsift.entrypoints.cli", "eval", str(LABELS), "--candidates", str(CANDIDATES),
+            "--cache", str(tmp_path / "cache.jsonl"), "--output", str(tmp_path / "report"), "--concurrency", "2"]
+    run = subprocess.Popen(args, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cache = tmp_path / "cache.jsonl"
+    wait_until(lambda: cache.exists() and len(cache.read_text().splitlines()) >= 3, 30, "three answers cached")
+    run.send_signal(signal.SIGKILL)  # as abrupt as an interruption gets: no clean-up at all
+    run.wait(10)
+    cached_before = len(cache.read_text().splitlines())
+    time.sleep(0.5)  # let calls the killed run left in flight reach the server before counting
+    before = len(llm.requests)
+    document, _ = evaluate(env, tmp_path, report="resumed")
+    resumed = llm.requests[before:]
+    # Every completion cached before the kill was reused: 16 answers needed in all, minus those.
+    succeeded = sum(c["metrics"]["llm_calls"] for c in document["candidates"])
+    assert sum(c["metrics"]["cached_completions"] for c in document["candidates"]) == cached_before
+    assert len(resumed) == 16 - cached_before  # each domain x candidate asked once, cached ones not at all
+    assert succeeded == 14 and cached_before >= 3
+
+
+def test_ctrl_c_stops_with_exit_130_and_says_how_to_resume(env: dict[str, str], tmp_path: Path,
+                                                           llm: FakeLLMServer) -> None:
+    llm.script("alpha-snacks.com", Reply(content="{}", delay=30), model="model-a")
+    args = [sys.executable, "-m", "firmsift.entrypoints.cli", "eval", str(LABELS), "--candidates", str(CANDIDATES),
+            "--cache", str(tmp_path / "cache.jsonl"), "--output", str(tmp_path / "report")]
+    run = subprocess.Popen(args, env={**os.environ, **env, "FIRMSIFT_LLM_TIMEOUT": "60"},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: any("alpha-snacks.com" in json.dumps(r.body) for r in llm.requests), 30, "alpha asked")
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=20)
+    assert run.returncode == 130
+    assert "interrupted" in stderr and "run the same command again to resume" in stderr
+    assert not (tmp_path / "report").exists()
+
+
+def test_bad_inputs_exit_2_naming_every_problem(env: dict[str, str], tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text("domain,label\nok.com,yes\nlocalhost,yes\nok.com,no\nfine.com,maybe\n")
+    result = run_cli(env, "eval", str(labels), "--output", str(tmp_path / "r"))
+    assert result.returncode == 2
+    for text in ("line 3", "localhost", "line 4: ok.com is labelled twice (first on line 2)", "line 5", "maybe"):
+        assert text in result.stderr
+    assert run_cli(env, "eval", str(tmp_path / "missing.csv")).returncode == 2
+    no_label = tmp_path / "nolabel.csv"
+    no_label.write_text("domain\nok.com\n")
+    result = run_cli(env, "eval", str(no_label))
+    assert result.returncode == 2 and "'label' column" in result.stderr
+    candidates = tmp_path / "candidates.toml"
+    candidates.write_text('[[candidate]]\nname = "a b"\nmodle = "x"\n[[candidate]]\nname = "c"\nsearch = "bing"\n')
+    result = run_cli(env, "eval", str(LABELS), "--candidates", str(candidates))
+    assert result.returncode == 2
+    for text in ("unknown key 'modle'", "name 'a b'", "search 'bing'"):
+        assert text in result.stderr
+    result = run_cli(env, "eval", str(LABELS), "--replay", "--snapshots", str(tmp_path / "empty"))
+    assert result.returncode == 2 and "--record first" in result.stderr
+    assert not (tmp_path / "r").exists()

@@ -190,3 +190,31 @@ def test_bad_inputs_exit_2_naming_every_problem(env: dict[str, str], tmp_path: P
     result = run_cli(env, "eval", str(LABELS), "--replay", "--snapshots", str(tmp_path / "empty"))
     assert result.returncode == 2 and "--record first" in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_known_companies_are_used_only_when_asked(env: dict[str, str], tmp_path: Path, llm: FakeLLMServer) -> None:
+    known = tmp_path / "known.csv"
+    known.write_text("domain,name\nalpha-snacks.com,Alpha Snacks\n")
+    assert run_cli(env, "companies", "import", str(known)).returncode == 0
+    document, _ = evaluate(env, tmp_path, "--known-companies", "--no-cache")
+    alpha = next(o for o in by_name(document)["model-a"]["outcomes"] if o["domain"] == "alpha-snacks.com")
+    assert (alpha["source"], alpha["verdict"], alpha["confidence"], alpha["llm_seconds"]) == ("known_company", "yes", 5, None)
+    assert not any("alpha-snacks.com" in json.dumps(r.body) for r in llm.requests)
+    plain, _ = evaluate(env, tmp_path, "--no-cache", report="plain")
+    assert {o["source"] for o in by_name(plain)["model-a"]["outcomes"]} == {"llm"}  # the default scores search + LLM
+
+
+def test_a_candidates_key_is_sent_but_never_written(env: dict[str, str], tmp_path: Path, llm: FakeLLMServer) -> None:
+    secret = "sk-eval-test-9f8e7d6c5b4a"
+    candidates = tmp_path / "candidates.toml"
+    candidates.write_text('[[candidate]]\nname = "keyed"\nmodel = "openai/model-b"\napi_key_env = "EVAL_TEST_KEY"\n')
+    args = ["eval", str(LABELS), "--candidates", str(candidates), "--cache", str(tmp_path / "cache.jsonl"),
+            "--snapshots", str(tmp_path / "snaps"), "--record", "--output", str(tmp_path / "report")]
+    missing = run_cli(env, *args)
+    assert missing.returncode == 2 and "EVAL_TEST_KEY, which is not set" in missing.stderr
+    result = run_cli({**env, "EVAL_TEST_KEY": secret}, *args)
+    assert result.returncode == 0, result.stderr
+    assert all(r.headers.get("authorization") == f"Bearer {secret}" for r in llm.requests)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert written and not any(secret in p.read_text(errors="replace") for p in written)
+    assert secret not in result.stdout + result.stderr

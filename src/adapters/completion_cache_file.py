@@ -15,14 +15,19 @@ class CompletionCacheFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        if path.is_dir():
+            raise JsonlFileError(f"{path}: is a folder; the cache is a file")
         self._entries: dict[str, CachedCompletion] = {}
         for record in read_records(path):
-            key, text, model = record.get("key"), record.get("text"), record.get("model")
-            if not (isinstance(key, str) and isinstance(text, str) and isinstance(model, str)):
-                raise JsonlFileError(f"{path}: a cache record lacks key, text or model")
-            self._entries[key] = CachedCompletion(text, model, float(record.get("seconds") or 0.0),
-                                                  _tokens(record.get("prompt_tokens")),
+            key, text, model, seconds = record.get("key"), record.get("text"), record.get("model"), record.get("seconds")
+            if not (isinstance(key, str) and isinstance(text, str) and isinstance(model, str)
+                    and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)):
+                raise JsonlFileError(f"{path}: a cache record lacks key, text, model or seconds: is this the right file?")
+            self._entries[key] = CachedCompletion(text, model, float(seconds), _tokens(record.get("prompt_tokens")),
                                                   _tokens(record.get("completion_tokens")))
+        # Fail now, before anything is paid for, if answers could not be kept.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -42,6 +42,7 @@ class Outcome:
     error: str | None = None
     source: str = "llm"  # "llm" or "known_company"
     search_seconds: float = 0.0
+    search_error: str | None = None  # the search failed: the model was asked without evidence
     llm_seconds: float | None = None  # None when no LLM call was made (known company)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -81,12 +82,15 @@ class ConfidenceLevel:
 class Score:
     """One candidate's figures over a labels file.
 
-    accuracy counts every labelled domain, so an unanswered domain is a wrong one; the confusion
-    matrix, precision, recall and F1 count answered domains only (unanswered ones are listed apart).
-    Percentiles are nearest-rank: the value at rank ceil(p/100 * n) of the sorted latencies.
+    accuracy counts every labelled domain, so an unanswered domain is a wrong one. The confusion
+    matrix and precision count answered domains (unanswered ones are listed apart); recall counts
+    every domain labelled yes, so a CPG company left unanswered is a company not found; F1 is
+    the harmonic mean of those two. Percentiles are nearest-rank: the value at rank
+    ceil(p/100 * n) of the sorted latencies.
     """
 
     total: int
+    labelled_yes: int
     correct: int
     true_positives: int
     false_positives: int
@@ -96,6 +100,7 @@ class Score:
     false_positive_domains: tuple[str, ...]
     unparseable_domains: tuple[str, ...]
     failed_domains: tuple[str, ...]
+    search_failed_domains: tuple[str, ...]  # asked without evidence because the search failed
     by_confidence: tuple[ConfidenceLevel, ...]
     domain_seconds_p50: float | None
     domain_seconds_p95: float | None
@@ -117,14 +122,14 @@ class Score:
 
     @property
     def recall(self) -> float | None:
-        return _ratio(self.true_positives, self.true_positives + self.false_negatives)
+        return _ratio(self.true_positives, self.labelled_yes)
 
     @property
     def f1(self) -> float | None:
-        precision, recall = self.precision, self.recall
-        if precision is None or recall is None or precision + recall == 0:
-            return None
-        return 2 * precision * recall / (precision + recall)
+        """2TP / (2TP + FP + missed yes): the harmonic mean of precision and recall where both
+        exist, 0 when nothing labelled yes was found, None when there was nothing to find or say."""
+        missed = self.labelled_yes - self.true_positives
+        return _ratio(2 * self.true_positives, 2 * self.true_positives + self.false_positives + missed)
 
 
 def score(outcomes: Sequence[Outcome]) -> Score:
@@ -145,6 +150,7 @@ def score(outcomes: Sequence[Outcome]) -> Score:
     costs = [o.cost_usd for o in completed]
     return Score(
         total=len(outcomes),
+        labelled_yes=sum(o.label for o in outcomes),
         correct=sum(o.correct for o in outcomes),
         true_positives=len(domains(True, True)),
         false_positives=len(false_positives),
@@ -154,6 +160,7 @@ def score(outcomes: Sequence[Outcome]) -> Score:
         false_positive_domains=false_positives,
         unparseable_domains=tuple(sorted(o.domain for o in outcomes if o.kind is OutcomeKind.UNPARSEABLE)),
         failed_domains=tuple(sorted(o.domain for o in outcomes if o.kind is OutcomeKind.FAILED)),
+        search_failed_domains=tuple(sorted(o.domain for o in outcomes if o.search_error is not None)),
         by_confidence=levels,
         domain_seconds_p50=percentile([o.domain_seconds for o in outcomes], 50),
         domain_seconds_p95=percentile([o.domain_seconds for o in outcomes], 95),

@@ -16,8 +16,11 @@ from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import Classifier, Completion, Evidence, KnownCompany, ResultStatus
-from firmsift.domain.process import known_company
+from firmsift.domain.process import known_company, known_company_reason
+from firmsift.domain.prompt import answer_schema, build_prompt
 from firmsift.domain.submit import utc_now
+
+_KEY_MARKER = "marker"
 
 if TYPE_CHECKING:
     from firmsift.ports.evaluation import CompletionCache, EvidenceSnapshots, Pricing
@@ -65,7 +68,12 @@ class LiveEvidence:
     def __init__(self, search: Search, provider: str, record_to: EvidenceSnapshots | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.search, self.provider, self.record_to, self.clock = search, provider, record_to, clock
-        self._gathered: dict[str, GatheredEvidence] = {}
+        # Recording resumes: what an earlier (interrupted) recording found is kept; only the
+        # domains it has not recorded, or whose search failed, are searched again.
+        self._gathered: dict[str, GatheredEvidence] = {
+            domain: found for domain, found in (record_to.load(provider) if record_to else {}).items()
+            if found.error is None
+        }
         self._inflight: InFlight[GatheredEvidence] = InFlight()
 
     async def evidence_for(self, domain: str) -> GatheredEvidence:
@@ -107,6 +115,7 @@ class CandidateSpec:
     classifier: str
     prompt_version: str
     search: str  # the search provider's name
+    max_tokens: int | None = None  # the answer's token limit, part of the request
 
 
 @dataclass
@@ -157,14 +166,16 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
     company = known_company(item.domain, run.known) if classifier.uses_known_companies else None
     if company is not None:
         return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=True, confidence=5,
-                       reason=f"Listed as a known CPG company: {company.domain}", source="known_company")
+                       reason=known_company_reason(company), source="known_company")
     gathered = await candidate.evidence.evidence_for(item.domain)
     key = completion_key(candidate.spec, classifier, item.domain, gathered.evidence)
     llm = _TimedCachingLLM(candidate.llm, run.cache, key, run.clock)
     # No wait for a slot inside: the run's own semaphore already bounds the calls in flight.
     answer, completion = await ask_llm(item.domain, classifier, list(gathered.evidence), llm,
                                        slots=asyncio.Semaphore(1), marker=run.new_marker(), now=utc_now)
-    common: dict[str, Any] = {"search_seconds": gathered.seconds, "llm_seconds": llm.seconds, "error": answer.error}
+    llm.keep()
+    common: dict[str, Any] = {"search_seconds": gathered.seconds, "search_error": gathered.error,
+                              "llm_seconds": llm.seconds, "error": answer.error}
     if completion is None:
         return Outcome(item.domain, item.label, OutcomeKind.FAILED, **common)
     prompt_tokens, completion_tokens = completion.prompt_tokens, completion.completion_tokens
@@ -180,12 +191,16 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
 
 
 def completion_key(spec: CandidateSpec, classifier: Classifier, domain: str, evidence: Sequence[Evidence]) -> str:
-    """The LLM cache key: (model, API base, prompt hash, evidence hash). The prompt hash covers
-    every template and the prompt version, so editing a prompt never reuses an old answer."""
-    prompt = [classifier.question, classifier.answer_field, classifier.definition, classifier.system_prompt,
-              classifier.user_prompt, classifier.prompt_version]
+    """The LLM cache key: (model, API base, answer token limit, prompt hash, evidence hash).
+
+    The prompt hash covers the messages exactly as they are sent (templates, prompt version,
+    how evidence is fenced) and the answer schema, so any change to what the model is asked
+    never reuses an old answer. Only the per-call random marker is held fixed for the hash.
+    """
+    system, user = build_prompt(classifier, domain, list(evidence), _KEY_MARKER)
+    prompt = [classifier.prompt_version, system, user, answer_schema(classifier)]
     gathered = [domain, [[e.url, e.title, e.snippet] for e in evidence]]
-    return _sha256([spec.model, spec.api_base or "", _sha256(prompt), _sha256(gathered)])
+    return _sha256([spec.model, spec.api_base or "", spec.max_tokens, _sha256(prompt), _sha256(gathered)])
 
 
 def _sha256(value: object) -> str:
@@ -194,13 +209,14 @@ def _sha256(value: object) -> str:
 
 class _TimedCachingLLM:
     """The candidate's LLM for one domain: answered from the cache when this exact question was
-    paid for before, otherwise asked and cached. Remembers how long the answer took."""
+    paid for before, otherwise asked (keep() caches it). Remembers how long the answer took."""
 
     def __init__(self, llm: LLM, cache: CompletionCache | None, key: str, clock: Callable[[], float]) -> None:
         self.model = llm.model
         self._llm, self._cache, self._key, self._clock = llm, cache, key, clock
         self.seconds: float | None = None
         self.from_cache = False
+        self.fresh: Completion | None = None  # a completion paid for in this run, to be cached
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
         cached = self._cache.get(self._key) if self._cache is not None else None
@@ -213,7 +229,12 @@ class _TimedCachingLLM:
             completion = await self._llm.complete(system, user, json_schema=json_schema)
         finally:
             self.seconds = self._clock() - started
-        if self._cache is not None:
-            self._cache.put(self._key, CachedCompletion(completion.text, completion.model, self.seconds,
-                                                        completion.prompt_tokens, completion.completion_tokens))
+        self.fresh = completion
         return completion
+
+    def keep(self) -> None:
+        """Cache the completion paid for in this call. Called after the answer is read, outside
+        the call, so a cache that cannot be written stops the run instead of failing the domain."""
+        if self._cache is not None and self.fresh is not None:
+            self._cache.put(self._key, CachedCompletion(self.fresh.text, self.fresh.model, self.seconds or 0.0,
+                                                        self.fresh.prompt_tokens, self.fresh.completion_tokens))

@@ -106,13 +106,12 @@ async def _answer_domain(
     """(the job's result, the answer to upsert in the cache or None) for one domain."""
     company = known_company(domain, known)
     if company is not None:
-        label = f" ({company.name})" if company.name else ""
         return DomainResult(
             domain=domain,
             status=ResultStatus.DONE,
             answer=True,
             confidence=5,
-            reason=f"Listed as a known CPG company{label}: {company.domain}",
+            reason=known_company_reason(company),
             source=Source.KNOWN_COMPANY,
         ), None
     if cached is not None and is_fresh(cached, deps.now(), classifier.prompt_version):
@@ -185,6 +184,11 @@ def with_parents(domains: list[str]) -> list[str]:
         for start in range(len(labels) - 1):
             names.setdefault(".".join(labels[start:]), None)
     return list(names)
+
+
+def known_company_reason(company: KnownCompany) -> str:
+    label = f" ({company.name})" if company.name else ""
+    return f"Listed as a known CPG company{label}: {company.domain}"
 
 
 def known_company(domain: str, known: Mapping[str, KnownCompany]) -> KnownCompany | None:

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
+from sqlalchemy.exc import SQLAlchemyError
 
 from firmsift.adapters.classifier_files import ClassifierFileError, parse_classifier
 from firmsift.adapters.jsonl_file import JsonlFileError
+from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.evaluation_run import (
     Candidate,
@@ -28,7 +30,7 @@ from firmsift.domain.evaluation_run import (
 )
 from firmsift.domain.model import Classifier, KnownCompany
 from firmsift.domain.process import with_parents
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.container import LOCAL_SERVER_PLACEHOLDER_KEY, Container
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
@@ -45,8 +47,13 @@ def run_eval(args: argparse.Namespace) -> int:
     settings = Settings()
     base = Container(settings=settings)
     mode = "record" if args.record else "replay" if args.replay else "live"
+    folder = args.output or Path("eval-reports") / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{args.labels.stem}"
     try:
         labels = read_labels(args.labels)[: args.limit]
+        # Every folder written to is checked before anything is paid for.
+        _writable_folder(folder, "--output")
+        if mode == "record":
+            _writable_folder(args.snapshots, "--snapshots")
         declarations = (read_candidates(args.candidates) if args.candidates
                         else [CandidateDeclaration(name=settings.llm_model)])
         cache = None if args.no_cache else base.eval_cache(args.cache)
@@ -54,6 +61,8 @@ def run_eval(args: argparse.Namespace) -> int:
         candidates = _candidates(declarations, containers, base, args, mode, labels)
     except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots) as error:
         raise ConfigurationError(str(error)) from None
+    except OSError as error:
+        raise ConfigurationError(f"{error.filename or 'a file'}: {error.strerror or error}") from None
     prices = {c.spec.model: (d.input_cost_per_million, d.output_cost_per_million)
               for c, d in zip(candidates, declarations, strict=True)
               if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
@@ -62,6 +71,13 @@ def run_eval(args: argparse.Namespace) -> int:
     started = datetime.now(UTC)
     try:
         outcomes = asyncio.run(_evaluate_then_close(run, containers))
+    except ExceptionGroup as group:
+        failed = group.subgroup(OSError)  # the cache could not be written (disk full): stop and say so
+        if failed is None:
+            raise
+        error = _first(failed)
+        raise FirmsiftError(f"eval stopped: cannot write {error.filename or 'the LLM cache'}: "
+                            f"{error.strerror or error}") from None
     except KeyboardInterrupt:
         kept = f"; {len(cache)} answers are cached in {args.cache}" if cache is not None else ""
         print(f"\nfirmsift eval: interrupted{kept}: run the same command again to resume", file=sys.stderr)
@@ -69,11 +85,26 @@ def run_eval(args: argparse.Namespace) -> int:
     document = report_document(labels_file=str(args.labels), labels=labels, evidence=EVIDENCE_MODES[mode],
                                started_at=started, finished_at=datetime.now(UTC),
                                specs=[c.spec for c in candidates], outcomes=outcomes)
-    folder = args.output or Path("eval-reports") / f"{started:%Y%m%dT%H%M%SZ}-{args.labels.stem}"
     written = write_reports(document, folder)
     print(summary_table(document))
     print("reports: " + ", ".join(str(path) for path in written), file=sys.stderr)
     return 0
+
+
+def _first(group: BaseExceptionGroup[OSError]) -> OSError:
+    error: OSError | BaseExceptionGroup[OSError] = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Refuse now a folder that could not be written at the end; create nothing yet."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigurationError(f"{option} {folder}: is a file, not a folder")
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigurationError(f"{option} {folder}: cannot create or write it ({existing} is not a writable folder)")
 
 
 def _candidates(declarations: Sequence[CandidateDeclaration], containers: Sequence[Container], base: Container,
@@ -93,7 +124,7 @@ def _candidates(declarations: Sequence[CandidateDeclaration], containers: Sequen
                                                    record_to=snapshots if mode == "record" else None))
         classifier = _classifier(declaration, catalog, args.classifier)
         spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
-                             classifier.name, classifier.prompt_version, provider)
+                             classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
         candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
     return candidates
 
@@ -116,6 +147,9 @@ def _candidate_settings(base: Settings, declaration: CandidateDeclaration) -> Se
         overrides["llm_model"] = declaration.model
     if declaration.api_base:
         overrides["llm_api_base"] = declaration.api_base
+        # A server the candidate names gets only the key the candidate names: never the
+        # settings' or OPENAI_API_KEY, which belong to another provider.
+        overrides["llm_api_key"] = SecretStr(LOCAL_SERVER_PLACEHOLDER_KEY)
     if declaration.search:
         overrides["search_provider"] = declaration.search
     if declaration.max_tokens:
@@ -149,8 +183,12 @@ def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain]) -> dict[s
     database only when asked: by default an evaluation scores the search + LLM path alone."""
     if not args.known_companies:
         return {}
-    container = start_container()
+    container = start_container(migrate=False)  # an evaluation never changes a database's schema
     try:
         return asyncio.run(container.store().find_known(with_parents([i.domain for i in labels])))
+    except SQLAlchemyError as error:
+        raise ConfigurationError(f"--known-companies: cannot read the known companies from the database "
+                                 f"({type(error).__name__}); is FIRMSIFT_DATABASE_URL right and migrated "
+                                 f"(`firmsift db upgrade`)?") from None
     finally:
         container.engine().dispose()

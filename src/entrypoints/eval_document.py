@@ -52,6 +52,7 @@ def _candidate(spec: CandidateSpec, outcomes: Sequence[Outcome]) -> dict[str, An
         "classifier": spec.classifier,
         "prompt_version": spec.prompt_version,
         "search": spec.search,
+        "max_tokens": spec.max_tokens,
         "metrics": _metrics(score(outcomes)),
         "outcomes": [_outcome(o) for o in outcomes],
     }
@@ -71,6 +72,7 @@ def _metrics(figures: Score) -> dict[str, Any]:
         "false_positives": list(figures.false_positive_domains),
         "unparseable": list(figures.unparseable_domains),
         "failed": list(figures.failed_domains),
+        "search_failed": list(figures.search_failed_domains),
         "by_confidence": [{"confidence": level.confidence, "answered": level.answered, "correct": level.correct,
                            "accuracy": level.accuracy} for level in figures.by_confidence],
         "latency": {"domain_p50": figures.domain_seconds_p50, "domain_p95": figures.domain_seconds_p95,
@@ -94,6 +96,7 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
         "error": outcome.error,
         "source": outcome.source,
         "search_seconds": round(outcome.search_seconds, 6),
+        "search_error": outcome.search_error,
         "llm_seconds": None if outcome.llm_seconds is None else round(outcome.llm_seconds, 6),
         "prompt_tokens": outcome.prompt_tokens,
         "completion_tokens": outcome.completion_tokens,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -99,6 +100,10 @@ def _candidate(path: Path, number: int, table: dict[str, Any], problems: list[st
         if key in table and (not isinstance(table[key], kind) or isinstance(table[key], bool)):
             problems.append(f"{where}: {key} has the wrong type ({type(table[key]).__name__})")
     values = {key: table[key] for key in _KEYS if key in table and isinstance(table[key], _KEYS[key])}
+    for key in sorted(k for k, v in values.items() if isinstance(v, str) and not v.strip() and k != "name"):
+        problems.append(f"{where}: {key} is empty (leave it out to use the setting)")
+    if "api_base" in values and not re.match(r"^https?://[^/\s]+", values["api_base"]):
+        problems.append(f"{where}: api_base {values['api_base']!r} must be an http:// or https:// URL")
     name = values.get("name", "")
     if not _NAME.match(name):
         problems.append(f"{where}: name {name!r} must be 1-60 letters, digits, '.', '_' or '-'")
@@ -108,8 +113,9 @@ def _candidate(path: Path, number: int, table: dict[str, Any], problems: list[st
         problems.append(f"{where}: search {values['search']!r} must be one of {', '.join(_SEARCH_PROVIDERS)}")
     if ("input_cost_per_million" in values) != ("output_cost_per_million" in values):
         problems.append(f"{where}: give both input_cost_per_million and output_cost_per_million, or neither")
-    if any(values.get(k, 0) < 0 for k in ("input_cost_per_million", "output_cost_per_million")):
-        problems.append(f"{where}: prices cannot be negative")
+    prices = [values[k] for k in ("input_cost_per_million", "output_cost_per_million") if k in values]
+    if any(not math.isfinite(price) or price < 0 for price in prices):
+        problems.append(f"{where}: prices must be finite and not negative")
     if "max_tokens" in values and values["max_tokens"] < 16:
         problems.append(f"{where}: max_tokens must be at least 16")
     if "classifier_file" in values:

@@ -26,7 +26,7 @@ def write_reports(document: Mapping[str, Any], folder: Path) -> list[Path]:
     replaced whole, so a reader never sees half a report. Returns the three paths."""
     folder.mkdir(parents=True, exist_ok=True)
     contents = {
-        "report.json": json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
+        "report.json": json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n",
         "report.md": render_markdown(document),
         "report.html": render_html(document),
     }
@@ -63,6 +63,8 @@ def summary_table(document: Mapping[str, Any]) -> str:
         for kind in ("unparseable", "failed"):
             if m[kind]:
                 lines.append(_domain_line(kind, m[kind]))
+        if m.get("search_failed"):
+            lines.append(_domain_line("asked without evidence (search failed)", m["search_failed"]))
     count = len(document["disagreements"])
     lines.append("")
     lines.append(f"disagreements: {count} domain(s) on which the candidates differ"

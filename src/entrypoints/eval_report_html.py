@@ -154,6 +154,8 @@ def _candidate(index: int, candidate: Mapping[str, Any]) -> str:
         _domain_box("", "Unparseable answers", m["unparseable"], by_domain),
         _domain_box("", "Failed (no answer)", m["failed"], by_domain),
     ]
+    if m.get("search_failed"):
+        boxes.append(_domain_box("", "Asked without evidence (search failed)", m["search_failed"], by_domain))
     return (f'<section id="candidate-{index}"><h3><span class="swatch {series_class(index)}"></span>'
             f'{e(candidate["name"])}</h3><p class="about">{about}</p>{matrix}' + "".join(boxes) + "</section>")
 

@@ -91,8 +91,9 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
     by_domain = fig.outcomes_by_domain(candidate)
     parts = [f"## Candidate: {escape(candidate['name'])}", "\n".join(described), matrix]
     for key, title in (("false_negatives", "False negatives"), ("false_positives", "False positives"),
-                       ("unparseable", "Unparseable"), ("failed", "Failed")):
-        if m[key]:
+                       ("unparseable", "Unparseable"), ("failed", "Failed"),
+                       ("search_failed", "Asked without evidence (search failed)")):
+        if m.get(key):
             parts.append(f"**{title} ({len(m[key])})**")
             parts.append("\n".join(_listed(domain, by_domain.get(domain)) for domain in m[key]))
         elif key in ("false_negatives", "false_positives"):

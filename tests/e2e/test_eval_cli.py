@@ -75,7 +75,9 @@ def test_every_figure_matches_the_hand_computation(env: dict[str, str], tmp_path
     # golf times out (10 s answer, 3 s timeout), hotel TN(5).
     assert (a["correct"], a["accuracy"]) == (3, 3 / 8)
     assert a["confusion"] == {"true_positives": 1, "false_positives": 1, "true_negatives": 2, "false_negatives": 1}
-    assert (a["precision"], a["recall"], a["f1"]) == (0.5, 0.5, 0.5)
+    # Precision over the 2 yes answers; recall over the 4 labelled yes (echo and golf, unanswered, were
+    # not found either); F1 = 2TP / (2TP + FP + missed) = 2 / (2 + 1 + 3).
+    assert (a["precision"], a["recall"], a["f1"]) == (0.5, 0.25, pytest.approx(1 / 3))
     assert a["false_negatives"] == ["bravo-foods.com"] and a["false_positives"] == ["delta-retail.com"]
     assert a["unparseable"] == ["echo-drinks.com"]
     assert a["failed"] == ["foxtrot-freight.com", "golf-pet.com"]
@@ -94,6 +96,7 @@ def test_every_figure_matches_the_hand_computation(env: dict[str, str], tmp_path
     # One search per domain, although two candidates use the provider.
     assert len(search.requests) == DOMAINS
     assert "37.5%" in stdout and "bravo-foods.com" in stdout
+    assert a["search_failed"] == [] and by_name(document)["model-a"]["max_tokens"] == 400
     for name in ("report.json", "report.md", "report.html"):
         assert (tmp_path / "report" / name).stat().st_size > 0
 
@@ -189,7 +192,35 @@ def test_bad_inputs_exit_2_naming_every_problem(env: dict[str, str], tmp_path: P
         assert text in result.stderr
     result = run_cli(env, "eval", str(LABELS), "--replay", "--snapshots", str(tmp_path / "empty"))
     assert result.returncode == 2 and "--record first" in result.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for option in (["--output", str(a_file)], ["--cache", str(tmp_path)], ["--record", "--snapshots", str(a_file)],
+                   ["--output", str(a_file / "below")]):
+        result = run_cli(env, "eval", str(LABELS), *option)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, (option, result.stderr)
     assert not (tmp_path / "r").exists()
+
+
+def test_an_interrupted_recording_resumes_where_it_stopped(env: dict[str, str], tmp_path: Path,
+                                                           search: FakeSearchServer) -> None:
+    evaluate(env, tmp_path, "--record", "--limit", "3", "--no-cache")  # as if killed after three domains
+    assert len(search.requests) == 3
+    document, _ = evaluate(env, tmp_path, "--record", "--no-cache", report="rest")
+    assert len(search.requests) == DOMAINS  # only the five not yet recorded were searched
+    replayed, _ = evaluate(env, tmp_path, "--replay", "--no-cache", report="replayed")
+    assert len(search.requests) == DOMAINS and len(replayed["candidates"][0]["outcomes"]) == DOMAINS
+
+
+def test_a_candidate_with_its_own_server_never_gets_the_settings_keys(env: dict[str, str], tmp_path: Path,
+                                                                      llm: FakeLLMServer) -> None:
+    candidates = tmp_path / "candidates.toml"
+    candidates.write_text(f'[[candidate]]\nname = "local"\nmodel = "openai/model-b"\napi_base = "{llm.base_url}"\n')
+    secrets = {"FIRMSIFT_LLM_API_KEY": "sk-settings-key-1234", "OPENAI_API_KEY": "sk-openai-key-5678"}
+    result = run_cli({**env, **secrets}, "eval", str(LABELS), "--candidates", str(candidates), "--no-cache",
+                     "--output", str(tmp_path / "report"))
+    assert result.returncode == 0, result.stderr
+    sent = {r.headers.get("authorization") for r in llm.requests}
+    assert sent == {"Bearer no-key-required"}
 
 
 def test_known_companies_are_used_only_when_asked(env: dict[str, str], tmp_path: Path, llm: FakeLLMServer) -> None:

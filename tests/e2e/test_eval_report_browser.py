@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import zlib
@@ -19,12 +18,12 @@ from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.evaluation_run import CandidateSpec
 from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_report import write_reports
+from tests.support.node_tools import require_node_package
 from tests.support.processes import REPO
 
 pytestmark = pytest.mark.e2e
 
 CHECK_SCRIPT = REPO / "tests" / "support" / "browser_check.mjs"
-PLAYWRIGHT = REPO / "node_modules" / "playwright-core"
 
 CPG = ["kraftheinz.example", "unilever.example", "nestle.example", "colgate.example", "pepsico.example",
        "danone.example", "mondelez.example", "hershey.example", "generalmills.example", "kelloggs.example"]
@@ -35,21 +34,9 @@ OTHERS = ["salesforce.example", "caterpillar.example", "maersk.example", "deloit
 def _browser() -> tuple[str, str]:
     """Paths of `node` and Chromium, or skip (fail on CI) saying what to install."""
     chromium = os.environ.get("FIRMSIFT_CHROMIUM", "/usr/bin/chromium")
-    node = shutil.which("node")
-    missing = []
-    if not os.access(chromium, os.X_OK):
-        missing.append(f"no Chromium at {chromium}: `apt-get install chromium` or set FIRMSIFT_CHROMIUM")
-    if not (PLAYWRIGHT / "package.json").is_file():
-        missing.append("node_modules/playwright-core is missing: run `npm ci`")
-    if node is None:
-        missing.append("`node` is not on PATH: install Node.js 20 or newer")
-    if missing:
-        reason = "HTML report browser check unavailable: " + "; ".join(missing)
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    assert node is not None
-    return node, chromium
+    no_chromium = [] if os.access(chromium, os.X_OK) else [
+        f"no Chromium at {chromium}: `apt-get install chromium` or set FIRMSIFT_CHROMIUM"]
+    return require_node_package("playwright-core", "HTML report browser check", *no_chromium), chromium
 
 
 def _realistic_document() -> dict[str, Any]:
@@ -70,7 +57,7 @@ def _realistic_document() -> dict[str, Any]:
                                      search_seconds=0.4, cost_usd=price and 0.0))
             elif roll == 1 and seed == 2:
                 found.append(Outcome(item.domain, item.label, OutcomeKind.UNPARSEABLE,
-                                     reason="</td><script>alert(1)</script>|x", error="no verdict in the answer",
+                                     error="no verdict in </td><script>alert(1)</script>|x the answer",
                                      **seconds))
             else:
                 wrong = roll in (2, 3 + seed)

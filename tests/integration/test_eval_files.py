@@ -52,14 +52,28 @@ def test_the_cache_survives_a_new_process_and_a_torn_last_line(tmp_path: Path) -
     assert reread.get("k3") is None
 
 
-def test_damage_before_the_last_line_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
+def test_a_torn_line_costs_only_itself_even_after_more_appends(tmp_path: Path) -> None:
     path = tmp_path / "cache.jsonl"
-    path.write_text('{"key": "k1", "text": "t", "model": "m"}\nnot json\n{"key": "k2", "text": "t", "model": "m"}\n')
-    with pytest.raises(JsonlFileError, match="line 2 is not a JSON record"):
-        CompletionCacheFile(path)
+    cache = CompletionCacheFile(path)
+    cache.put("k1", CachedCompletion("t1", "m", 1.0))
+    with path.open("ab") as handle:  # a run killed in the middle of a write
+        handle.write(b'{"key": "k2", "text": "ha')
+    resumed = CompletionCacheFile(path)
+    resumed.put("k3", CachedCompletion("t3", "m", 1.0))  # closes the torn line before appending
+    resumed.put("k4", CachedCompletion("t4", "m", 1.0))
+    again = CompletionCacheFile(path)
+    assert (len(again), again.get("k2"), again.get("k3"), again.get("k4")) == (3, None,
+            CachedCompletion("t3", "m", 1.0), CachedCompletion("t4", "m", 1.0))
+
+
+def test_a_file_that_is_not_ours_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "cache.jsonl"
     path.write_text('["a list"]\n')
     with pytest.raises(JsonlFileError, match="line 1 is not a JSON object"):
         list(read_records(path))
+    path.write_text('{"key": "k1", "text": "t", "model": "m", "seconds": "abc"}\n')
+    with pytest.raises(JsonlFileError, match="cache record"):
+        CompletionCacheFile(path)
 
 
 def _append_many(path: str, writer: int) -> None:

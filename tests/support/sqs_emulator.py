@@ -6,7 +6,6 @@ from pathlib import Path
 
 import os
 import select
-import shutil
 import subprocess
 import tempfile
 import time
@@ -21,9 +20,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from tests.support.node_tools import require_node_package
 from tests.support.processes import REPO
 
-FAUXQS = REPO / "node_modules" / "fauxqs"
 REGION = "us-east-1"
 ACCOUNT = "000000000000"  # fauxqs answers for this one account; its queue URLs and ARNs name it
 
@@ -38,27 +37,10 @@ console.log(address);
 _START_TIMEOUT = 30.0
 
 
-def _require_emulator() -> str:
-    """Path of `node`, or skip (fail on CI) with what to run to get the emulator."""
-    node = shutil.which("node")
-    missing = []
-    if not (FAUXQS / "package.json").is_file():
-        missing.append("node_modules/fauxqs is missing: run `npm ci` to install the SQS emulator")
-    if node is None:
-        missing.append("`node` is not on PATH: install Node.js 20 or newer")
-    if missing:
-        reason = "SQS emulator unavailable: " + "; ".join(missing)
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    assert node is not None
-    return node
-
-
 @contextmanager
 def sqs_emulator() -> Iterator[str]:
     """Start fauxqs on a free loopback port, yield its endpoint URL once it answers, stop it at the end."""
-    node = _require_emulator()
+    node = require_node_package("fauxqs", "SQS emulator")
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             [node, "--input-type=module", "-e", _LAUNCH],

@@ -11,6 +11,7 @@ from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.evaluation import LabelledDomain, OutcomeKind
 from firmsift.domain.evaluation_run import (
+    GatheredEvidence,
     Candidate,
     CandidateSpec,
     Evaluation,
@@ -119,7 +120,7 @@ async def test_failures_are_kept_apart_and_only_answers_are_cached() -> None:
     assert len(cache.entries) == 2  # the garbage was paid for: cached; the timeout was not
 
 
-async def test_the_cache_key_changes_with_model_api_base_prompt_and_evidence() -> None:
+async def test_the_cache_key_changes_with_anything_sent_to_the_model() -> None:
     spec = CandidateSpec("one", "m", None, "cpg", CPG.prompt_version, "s")
     evidence = [Evidence("https://a.com", "A", "snacks")]
     key = completion_key(spec, CPG, "a.com", evidence)
@@ -131,8 +132,10 @@ async def test_the_cache_key_changes_with_model_api_base_prompt_and_evidence() -
         completion_key(spec, dataclasses.replace(CPG, system_prompt=CPG.system_prompt + "!"), "a.com", evidence),
         completion_key(spec, CPG, "b.com", evidence),
         completion_key(spec, CPG, "a.com", [Evidence("https://a.com", "A", "soap")]),
+        completion_key(dataclasses.replace(spec, max_tokens=16), CPG, "a.com", evidence),
+        completion_key(spec, dataclasses.replace(CPG, definition=CPG.definition + " More."), "a.com", evidence),
     ]
-    assert len({key, *others}) == 7
+    assert len({key, *others}) == 9
 
 
 async def test_known_companies_answer_only_when_given_and_only_for_classifiers_that_use_them() -> None:
@@ -164,3 +167,25 @@ async def test_one_candidate_failing_hard_does_not_hide_the_others_results() -> 
                                          FixedPricing(0, 0)))
     assert {o.kind for o in outcomes["one"]} == {OutcomeKind.FAILED}
     assert all(o.correct for o in outcomes["two"])
+
+
+async def test_a_cache_that_cannot_be_written_stops_the_run_instead_of_failing_domains() -> None:
+    class FullDisk(InMemoryCompletionCache):
+        def put(self, key: str, completion: object) -> None:
+            raise OSError(28, "No space left on device")
+
+    run = Evaluation(LABELS[:1], [candidate("one", by_domain_llm(), LiveEvidence(StaticSearch(), "s"))],
+                     FixedPricing(0, 0), cache=FullDisk())
+    with pytest.raises(ExceptionGroup) as raised:
+        await evaluate(run)
+    assert raised.group_contains(OSError)
+
+
+async def test_a_resumed_recording_searches_only_what_is_missing_or_failed() -> None:
+    snapshots, search = InMemorySnapshots(), StaticSearch()
+    snapshots.save("s", "snacks.com", GatheredEvidence((Evidence("https://snacks.com", "old"),), 0.1))
+    snapshots.save("s", "bank.com", GatheredEvidence((), 0.1, error="timed out"))
+    llm = by_domain_llm()
+    await evaluate(Evaluation(LABELS, [candidate("one", llm, LiveEvidence(search, "s", snapshots))], FixedPricing(0, 0)))
+    assert sorted(search.queries) == ["bank.com", "soap.com"]
+    assert "old" in next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)

@@ -41,7 +41,9 @@ def test_a_labelled_set_scored_by_hand() -> None:
     assert figures.false_positive_domains == ("f.com",)
     assert figures.unparseable_domains == ("h.com",)
     assert figures.failed_domains == ("d.com",)
-    assert figures.precision == 0.75 and figures.recall == 0.75 and figures.f1 == 0.75
+    assert figures.precision == 0.75  # 3 of the 4 yes answers
+    assert figures.recall == 0.6  # 3 of the 5 labelled yes: d.com, unanswered, was not found either
+    assert figures.f1 == 2 * 3 / (2 * 3 + 1 + 2)  # 2TP / (2TP + FP + missed yes) = harmonic mean of .75 and .6
     calibration = {level.confidence: (level.answered, level.correct, level.accuracy) for level in figures.by_confidence}
     assert calibration == {5: (3, 3, 1.0), 4: (2, 2, 1.0), 3: (1, 0, 0.0), 2: (2, 1, 0.5), 1: (0, 0, None)}
     # LLM seconds of the 9 domains asked: 1 2 3 9 4 5 6 7 8 -> sorted 1..9; nearest rank ceil(.5*9)=5, ceil(.95*9)=9
@@ -60,6 +62,19 @@ def test_cost_is_unknown_when_any_answer_has_no_price_and_ratios_without_denomin
     assert figures.cost_usd is None
     assert figures.precision is None and figures.recall is None and figures.f1 is None
     assert score([]).accuracy is None and score([]).llm_seconds_p50 is None
+
+
+def test_a_candidate_that_finds_nothing_scores_f1_zero_not_nothing() -> None:
+    figures = score([answered("a.com", True, False, 3, 1.0), answered("b.com", False, False, 3, 1.0)])
+    assert (figures.precision, figures.recall, figures.f1) == (None, 0.0, 0.0)
+    failing = score([Outcome(f"{n}.com", True, F, error="down") for n in "abcdefghi"]
+                    + [answered("j.com", True, True, 5, 1.0)])
+    assert (failing.accuracy, failing.precision, failing.recall) == (0.1, 1.0, 0.1)  # failures are misses
+
+
+def test_search_failures_are_counted_apart() -> None:
+    figures = score([answered("a.com", True, True, 3, 1.0, search_error="timed out"), answered("b.com", True, True, 3, 1.0)])
+    assert figures.search_failed_domains == ("a.com",)
 
 
 def test_disagreements_list_domains_where_verdicts_differ_in_label_order() -> None:

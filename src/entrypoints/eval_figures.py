@@ -11,6 +11,13 @@ NOT_AVAILABLE = "n/a"
 METRIC_HEADERS = ("candidate", "accuracy", "FN", "FP", "precision", "recall", "F1", "unparseable", "failed",
                   "domain p50/p95", "LLM p50/p95", "LLM calls (cached)", "tokens in/out", "cost")
 
+METRICS_NOTE = (
+    "Accuracy counts every labelled domain (an unanswered one is wrong). The confusion matrix and precision "
+    "count answered domains; recall counts every domain labelled yes (an unanswered CPG company was not "
+    "found); F1 = 2TP / (2TP + FP + missed yes). Latencies are nearest-rank percentiles (LLM: per answer, "
+    "retries included); LLM calls counts completions obtained, (cached) those served from the response cache."
+)
+
 
 def percent(value: float | None) -> str:
     return NOT_AVAILABLE if value is None else f"{value * 100:.1f}%"

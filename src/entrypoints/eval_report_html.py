@@ -66,9 +66,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     candidates = document["candidates"]
     body = [
         _run_header(document),
-        _section("metrics", "Metrics", _metrics_table(document), _note(
-            "Accuracy counts every labelled domain (an unanswered one is wrong); the confusion matrix, precision, "
-            "recall and F1 count answered domains only. Latencies are nearest-rank percentiles.")),
+        _section("metrics", "Metrics", _metrics_table(document), _note(fig.METRICS_NOTE)),
         '<div class="cards">' + "".join(_candidate(i, c) for i, c in enumerate(candidates)) + "</div>",
         _section("confidence", "Accuracy by stated confidence", _chart(candidates)),
         _section("latency", "Latency and cost", _latency_table(candidates)),

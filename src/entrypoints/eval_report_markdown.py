@@ -34,9 +34,7 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         ]),
         "## Metrics",
         _table(fig.METRIC_HEADERS, [fig.metric_row(c) for c in candidates]),
-        "Accuracy counts every labelled domain (an unanswered one is wrong); the confusion matrix, "
-        "precision, recall and F1 count answered domains only. Latencies are nearest-rank percentiles; "
-        "LLM calls counts completions obtained, (cached) those served from the response cache.",
+        fig.METRICS_NOTE,
         "## Accuracy by confidence",
         _table(["candidate", *(f"confidence {level}" for level in _levels(candidates))],
                [[c["name"], *(fig.confidence_cell(level) for level in c["metrics"]["by_confidence"])]

@@ -128,24 +128,37 @@ async def _answer_domain(
 
 async def _ask_once(domain: str, classifier: Classifier, deps: Classification) -> tuple[Answer, bool]:
     """(answer, True) after asking the LLM ourselves, or (answer, False) when another worker
-    holding the lease stored a fresh one while we waited. The lease is released by the caller
-    once the answer is saved."""
+    stored a fresh one since the job looked in the cache (the job's domains run one after
+    another, so that look may be old by now). The lease is released by the caller once the
+    answer is saved."""
     if deps.leases is None:
-        return await _ask_llm(domain, classifier, deps), True
+        stored = await _fresh_stored(domain, classifier, deps)
+        return (stored, False) if stored is not None else (await _ask_llm(domain, classifier, deps), True)
     loop = asyncio.get_running_loop()
     # The holder renews its lease while it works, so wait as long as a slow call may take; a
     # dead holder's lease lapses within lease_seconds and we take it over.
     deadline = loop.time() + deps.lease_wait_seconds
     while loop.time() < deadline:
         if await deps.leases.acquire(domain, classifier.name, deps.lease_holder, deps.lease_seconds):
+            # Holding the lease, look again: the last holder may have stored the answer and let go
+            # of the lease just before we took it.
+            stored = await _fresh_stored(domain, classifier, deps)
+            if stored is not None:
+                await deps.leases.release(domain, classifier.name, deps.lease_holder)
+                return stored, False
             async with _renewing(deps.leases, domain, classifier.name, deps):
                 return await _ask_llm(domain, classifier, deps), True
         await asyncio.sleep(deps.lease_poll_seconds)
-        stored = (await deps.answers.get_answers([domain], classifier.name)).get(domain)
-        if stored is not None and is_fresh(stored, deps.now(), classifier.prompt_version):
+        stored = await _fresh_stored(domain, classifier, deps)
+        if stored is not None:
             return stored, False
     # The other worker neither answered nor let its lease lapse in time: ask anyway.
     return await _ask_llm(domain, classifier, deps), True
+
+
+async def _fresh_stored(domain: str, classifier: Classifier, deps: Classification) -> Answer | None:
+    stored = (await deps.answers.get_answers([domain], classifier.name)).get(domain)
+    return stored if stored is not None and is_fresh(stored, deps.now(), classifier.prompt_version) else None
 
 
 @contextlib.asynccontextmanager

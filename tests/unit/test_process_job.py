@@ -213,3 +213,36 @@ async def test_a_lapsed_lease_of_a_dead_worker_does_not_block_the_domain() -> No
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].source is Source.LLM and len(deps.llm.history) == 1
+
+
+class _AnsweredMeanwhile(InMemoryStore):
+    """A store in which another worker stores an answer (and lets go of its lease) right after
+    this job looked in the cache: the job's domains run one after another, so its look is old."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__()
+        self.answer, self.looked = answer, False
+
+    async def get_answers(self, domains, classifier):  # type: ignore[no-untyped-def]
+        found = await super().get_answers(domains, classifier)
+        if not self.looked:
+            self.looked = True
+            self.answers[(self.answer.domain, self.answer.classifier)] = self.answer
+        return found
+
+
+@pytest.mark.parametrize("with_leases", [True, False])
+async def test_an_answer_stored_by_another_worker_after_the_cache_look_is_not_asked_again(with_leases: bool) -> None:
+    from firmsift.adapters.memory_leases import InMemoryLeases
+
+    store = _AnsweredMeanwhile(cached("late.com", 5, 0))
+    llm = ScriptedLLM(YES)
+    deps = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                          catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
+                          leases=InMemoryLeases() if with_leases else None)
+    await add_job(store, "late.com")
+    job = await process_job("job-1", deps)
+    assert llm.calls_about("late.com") == 0
+    assert job.results[0].source is Source.CACHE and job.results[0].reason == "old"
+    if with_leases:
+        assert deps.leases.held == {}  # the lease taken to ask was given back at once

@@ -17,6 +17,7 @@ T = TypeVar("T")
 POSTGRES_DRIVER = "postgresql+psycopg"
 # Spellings people paste from other tools (Heroku, libpq docs) that name no driver.
 _DRIVERLESS_POSTGRES = {"postgresql", "postgres"}
+SQLITE_BUSY_TIMEOUT = 30  # seconds a transaction waits for another process's write lock
 
 
 def database_url(url: str | URL) -> URL:
@@ -45,9 +46,14 @@ def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10) -
 
 def _sqlite_engine(url: URL) -> Engine:
     database = url.database
+    pool: dict[str, float] = {}
     if database and database != ":memory:":
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        # One connection per process: every transaction takes the file's write lock (BEGIN
+        # IMMEDIATE), so more connections only make threads wait in SQLite's busy handler, which
+        # sleeps in growing steps (up to 100 ms) instead of handing over the moment the lock is free.
+        pool = {"pool_size": 1, "max_overflow": 0, "pool_timeout": 2 * SQLITE_BUSY_TIMEOUT}
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT}, **pool)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -55,7 +61,7 @@ def _sqlite_engine(url: URL) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()

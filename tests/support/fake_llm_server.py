@@ -11,9 +11,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.support.loopback_http import LoopbackServer
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -103,8 +105,7 @@ class FakeLLMServer:
         self._by_domain: dict[tuple[str | None, str], Reply] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = LoopbackServer((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
     @property

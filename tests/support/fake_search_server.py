@@ -18,9 +18,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.loopback_http import LoopbackServer
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,7 @@ class FakeSearchServer:
         self._pages: dict[tuple[str, str], Reply] = {}
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = LoopbackServer((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
     @property

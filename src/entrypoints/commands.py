@@ -11,16 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-import httpx
-
 from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
-from firmsift.entrypoints.classify_client import (
-    ClassifyClient,
-    ClientError,
-    ProgressLine,
-    read_domain_column,
-    write_results,
-)
 from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.container import Container
@@ -162,6 +153,17 @@ async def dead_letters(container: Container, action: str, limit: int) -> int:
 
 
 def classify(args: argparse.Namespace) -> int:
+    # Imported here: the HTTP client is the CLI's, and `firmsift api` must not carry it (memory).
+    import httpx
+
+    from firmsift.entrypoints.classify_client import (
+        ClassifyClient,
+        ClientError,
+        ProgressLine,
+        read_domain_column,
+        write_results,
+    )
+
     domains = list(args.domains)
     try:
         if args.csv_file is not None:

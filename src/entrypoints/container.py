@@ -8,16 +8,13 @@ from typing import TYPE_CHECKING
 from dependency_injector import containers, providers
 from pydantic import SecretStr
 
-from firmsift.adapters.brave_search import BraveSearch
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.completion_cache_file import CompletionCacheFile
 from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
-from firmsift.adapters.homepage_search import HomepageSearch
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import Readiness
 from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
-from firmsift.adapters.searxng_search import SearxngSearch
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_job_intake import SqlJobIntake
 from firmsift.adapters.sql_keys import SqlApiKeys
@@ -25,7 +22,6 @@ from firmsift.adapters.sql_leases import SqlLeases
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
-from firmsift.adapters.tavily_search import TavilySearch
 from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
 
@@ -59,6 +55,12 @@ def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
 
 def make_search(settings: Settings) -> Search:
     """The configured search provider; Settings has already checked its URL or key is set."""
+
+    # Imported here: only a worker searches, and the API process must stay small (httpx, tldextract).
+    from firmsift.adapters.brave_search import BraveSearch
+    from firmsift.adapters.homepage_search import HomepageSearch
+    from firmsift.adapters.searxng_search import SearxngSearch
+    from firmsift.adapters.tavily_search import TavilySearch
 
     def secret(value: SecretStr | None) -> str:
         return value.get_secret_value() if value else ""

@@ -138,15 +138,20 @@ def test_killed_worker_mid_job_the_job_still_completes_without_paying_twice(stac
     assert db_rows(stack["db"], "SELECT count(*) FROM job_domains WHERE job_id = ?".replace("?", f"'{job_id}'")) == [(10,)]
 
 
-def test_api_process_never_imports_litellm(tmp_path: Path) -> None:
+def test_api_process_never_imports_litellm_or_the_search_clients(tmp_path: Path) -> None:
+    # The API must stay small (BENCHMARKS.md: under 100 MB): the LLM and the search providers'
+    # HTTP clients are a worker's. The process starts the way `firmsift api` does.
     code = (
         "import sys\n"
+        "from firmsift.entrypoints import commands\n"
         "from firmsift.entrypoints.http_api import create_app\n"
         "from firmsift.entrypoints.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
         f"create_app(start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')))\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
+        "assert 'httpx' not in sys.modules, 'httpx imported'\n"
+        "assert 'tldextract' not in sys.modules, 'tldextract imported'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

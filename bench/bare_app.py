@@ -1,0 +1,30 @@
+"""The baseline of the accept benchmark: a Starlette endpoint that reads the body and answers 202
+with a small JSON document, doing nothing else, served by uvicorn like firmsift's API."""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+async def accept(request: Request) -> JSONResponse:
+    await request.body()
+    return JSONResponse({"job_id": "0", "status": "PENDING"}, status_code=202)
+
+
+async def healthz(_request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+app = Starlette(routes=[Route("/domains/classify", accept, methods=["POST"]),
+                        Route("/healthz", healthz, methods=["GET"])])
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    uvicorn.run(app, host="127.0.0.1", port=parser.parse_args().port, log_config=None)

@@ -1,0 +1,115 @@
+"""Benchmark 4, cost: a workload where most domain requests repeat earlier ones, run as
+overlapping jobs on two workers with one forced redelivery; LLM calls against unique domains."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.figures import Figure
+from bench.harness import Latencies, Stack, stack, submit
+from tests.support.processes import Process, wait_until
+
+VISIBILITY_TIMEOUT = 3  # seconds: a stalled worker's jobs come back this soon
+WAVE_GAP = 0.5  # seconds between waves of jobs, so jobs overlap without all starting at once
+WORKER_SETTINGS = {"FIRMSIFT_LLM_CONCURRENCY": "16", "FIRMSIFT_WORKER_JOBS": "4"}
+
+
+@dataclass(frozen=True)
+class CostSize:
+    requests: int  # domain requests in all
+    waves: int  # the jobs are submitted in this many waves
+    repeat_share: float = 0.6  # of requests naming a domain an earlier job asked about
+    domains_per_job: int = 10
+
+
+FULL = CostSize(requests=1000, waves=10)
+SMALL = CostSize(requests=50, waves=2)
+
+
+def workload(size: CostSize, seed: int = 6) -> list[list[str]]:
+    """Jobs of distinct domains; `repeat_share` of all requests name a domain of an earlier job."""
+    rng = random.Random(seed)
+    jobs = size.requests // size.domains_per_job
+    unique = round(size.requests * (1 - size.repeat_share))
+    later_slots = range(size.domains_per_job, jobs * size.domains_per_job)
+    new_slots = set(range(size.domains_per_job)) | set(rng.sample(later_slots, unique - size.domains_per_job))
+    fresh = (f"cost-{number}.com" for number in range(unique))
+    asked: list[str] = []
+    result = []
+    for job in range(jobs):
+        chosen: list[str] = []
+        for slot in range(job * size.domains_per_job, (job + 1) * size.domains_per_job):
+            chosen.append(next(fresh) if slot in new_slots else rng.choice([d for d in asked if d not in chosen]))
+        asked += [d for d in chosen if d not in asked]
+        result.append(chosen)
+    return result
+
+
+def run(folder: Path, latencies: Latencies, size: CostSize) -> list[Figure]:
+    jobs = workload(size)
+    unique = len({d for job in jobs for d in job})
+    with stack("production", folder / "cost-production", latencies, visibility_timeout=VISIBILITY_TIMEOUT) as services:
+        _api, base = services.api()
+        stalled, probe = services.worker("worker-a", WORKER_SETTINGS)
+        services.worker("worker-b", WORKER_SETTINGS)
+        first_half = size.waves // 2
+        with httpx.Client(base_url=base, timeout=30) as client:
+            job_ids = _submit_waves(client, jobs, range(first_half), size.waves)
+            # Stall a worker holding jobs for longer than the visibility timeout: its messages
+            # come back to the other worker while its own LLM calls are still running.
+            wait_until(lambda: _jobs_in_hand(probe) > 0, 60, "worker A never held a job", interval=0.02)
+            _stall(stalled, VISIBILITY_TIMEOUT + 2)
+            job_ids += _submit_waves(client, jobs, range(first_half, size.waves), size.waves)
+            wait_until(lambda: all(client.get(f"/domains/classify/{j}").json()["status"] == "DONE" for j in job_ids),
+                       120 + 2 * len(jobs), "not every job finished", interval=0.5)
+        calls = sum(services.llm_calls().values())
+        redelivered = _redelivered_jobs(services)
+    return [
+        Figure("cost", "production", f"LLM calls for {size.requests} domain requests ({len(jobs)} jobs)", calls,
+               "calls", unique, "unique domains", 1.0,
+               note=f"{100 * size.repeat_share:.0f}% repeats, {redelivered} job(s) redelivered"),
+    ]
+
+
+def _submit_waves(client: httpx.Client, jobs: list[list[str]], waves: range, of: int) -> list[str]:
+    per_wave = -(-len(jobs) // of)
+    job_ids = []
+    for wave in waves:
+        job_ids += [submit(client, job) for job in jobs[wave * per_wave:(wave + 1) * per_wave]]
+        time.sleep(WAVE_GAP)
+    return job_ids
+
+
+def _jobs_in_hand(probe: str) -> float:
+    metrics = httpx.get(f"{probe}/metrics", timeout=5).text
+    values = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line.startswith("firmsift_queue_messages_"))
+    return (float(values.get("firmsift_queue_messages_received_total", 0))
+            - float(values.get("firmsift_queue_messages_deleted_total", 0)))
+
+
+def _stall(worker: Process, seconds: float) -> None:
+    """SIGSTOP, then SIGCONT: a worker frozen (a long GC pause, a starved VM), not killed."""
+    worker.popen.send_signal(signal.SIGSTOP)
+    time.sleep(seconds)
+    worker.popen.send_signal(signal.SIGCONT)
+
+
+def _redelivered_jobs(services: Stack) -> int:
+    """Jobs some worker finished from a second or later delivery of their message."""
+    redelivered = set()
+    for process in services.processes.started:
+        if not process.name.startswith("worker"):
+            continue
+        for line in process.log().splitlines():
+            if line.startswith("{"):
+                entry = json.loads(line)
+                if entry.get("message") == "job finished" and entry.get("receive_count", 1) > 1:
+                    redelivered.add(entry["job_id"])
+    return len(redelivered)

@@ -1,0 +1,39 @@
+"""The benchmark suite (bench/) runs end to end at its smallest size and reports well-formed
+figures. Timings are not checked here: they mean something only at full size (BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import REPO
+
+pytestmark = pytest.mark.e2e
+BENCHMARKS = {"latency", "throughput", "accept", "cost", "idle"}
+
+
+def test_every_benchmark_runs_at_small_size_and_reports_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    # The embedded shape keeps the run short; cost runs on PostgreSQL + SQS whatever the shape.
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.run", "all", "--small", "--shape", "embedded", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["small"] is True and report["machine"]["cores"] >= 1
+    figures = report["figures"]
+    assert {f["benchmark"] for f in figures} == BENCHMARKS
+    for figure in figures:
+        assert figure["value"] >= 0 and figure["unit"], figure
+        if figure["reference"]:
+            assert figure["ratio"] == pytest.approx(figure["value"] / figure["reference"])
+        if figure["goal"] is not None:
+            assert isinstance(figure["met"], bool), figure
+    cost = next(f for f in figures if f["benchmark"] == "cost")
+    assert cost["reference"] == 20  # unique domains of the small workload: 50 requests, 60% repeats
+    assert "| benchmark |" in run.stdout  # the Markdown table BENCHMARKS.md quotes

@@ -93,8 +93,9 @@ def stack(shape: str, folder: Path, latencies: Latencies, *, visibility_timeout:
         processes = Processes(folder)
         try:
             llm_log = folder / "llm-calls.jsonl"
+            # Keep-alive, as real providers do: a new TCP connection per call would be measured too.
             _llm, llm_port = processes.start_fake("tests.support.fake_llm_server", "--delay", str(latencies.llm),
-                                                  "--log", str(llm_log))
+                                                  "--keep-alive", "--log", str(llm_log))
             _search, search_port = processes.start_fake("tests.support.fake_search_server",
                                                         "--delay", str(latencies.search))
             processes.env = {

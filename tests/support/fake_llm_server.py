@@ -92,8 +92,12 @@ class FakeLLMServer:
         delay: float = 0.0,
         decision: Decision | None = None,
         log_path: Path | None = None,
+        keep_alive: bool = False,
     ) -> None:
         self.default = default
+        # Real providers keep connections open; tests that stop and restart the server default
+        # to closing each one, so no client holds a connection to a server that went away.
+        self.keep_alive = keep_alive
         self.reject_json_schema = reject_json_schema
         self.reject_response_format = reject_response_format
         self.delay = delay
@@ -233,12 +237,13 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self._send(status, payload, extra)
 
         def _send(self, status: int, payload: bytes, extra: tuple[tuple[str, str], ...] = ()) -> None:
-            self.close_connection = True
+            self.close_connection = not server.keep_alive
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
-                self.send_header("Connection", "close")
+                if not server.keep_alive:
+                    self.send_header("Connection", "close")
                 for name, value in extra:
                     self.send_header(name, value)
                 self.end_headers()
@@ -348,6 +353,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", type=Path, help="append one JSON line per request received")
     parser.add_argument("--reject-json-schema", action="store_true", help="400 on json_schema, like llama.cpp")
     parser.add_argument("--reject-response-format", action="store_true", help="400 on any response_format")
+    parser.add_argument("--keep-alive", action="store_true", help="keep connections open, as real providers do")
     parser.add_argument("--script", type=Path, help='JSON replies by model and domain: {"*": {"a.com": {"content": ...}}}')
     args = parser.parse_args(argv)
     server = FakeLLMServer(
@@ -358,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
         log_path=args.log,
         reject_json_schema=args.reject_json_schema,
         reject_response_format=args.reject_response_format,
+        keep_alive=args.keep_alive,
     )
     if args.script:
         server.script_file(args.script)

@@ -17,8 +17,12 @@ from bench.harness import Latencies, Stack, stack, submit
 from tests.support.processes import Process, wait_until
 
 VISIBILITY_TIMEOUT = 3  # seconds: a stalled worker's jobs come back this soon
+STALL_MARGIN = 5  # seconds the worker stays frozen beyond the visibility timeout
 WAVE_GAP = 0.5  # seconds between waves of jobs, so jobs overlap without all starting at once
 WORKER_SETTINGS = {"FIRMSIFT_LLM_CONCURRENCY": "16", "FIRMSIFT_WORKER_JOBS": "4"}
+# Worker B takes more jobs at once: while A is frozen, B's jobs that share domains with A's wait
+# on A's answer leases, and with only 4 slots B had none free to take A's messages back.
+WORKER_B_SETTINGS = {**WORKER_SETTINGS, "FIRMSIFT_WORKER_JOBS": "16"}
 
 
 @dataclass(frozen=True)
@@ -27,10 +31,11 @@ class CostSize:
     waves: int  # the jobs are submitted in this many waves
     repeat_share: float = 0.6  # of requests naming a domain an earlier job asked about
     domains_per_job: int = 10
+    stall_holding: int = 4  # worker A is frozen once it holds this many jobs (all its slots)
 
 
 FULL = CostSize(requests=1000, waves=10)
-SMALL = CostSize(requests=50, waves=2)
+SMALL = CostSize(requests=50, waves=2, stall_holding=1)
 
 
 def workload(size: CostSize, seed: int = 6) -> list[list[str]]:
@@ -58,14 +63,19 @@ def run(folder: Path, latencies: Latencies, size: CostSize) -> list[Figure]:
     with stack("production", folder / "cost-production", latencies, visibility_timeout=VISIBILITY_TIMEOUT) as services:
         _api, base = services.api()
         stalled, probe = services.worker("worker-a", WORKER_SETTINGS)
-        services.worker("worker-b", WORKER_SETTINGS)
+        services.worker("worker-b", WORKER_B_SETTINGS)
         first_half = size.waves // 2
         with httpx.Client(base_url=base, timeout=30) as client:
             job_ids = _submit_waves(client, jobs, range(first_half), size.waves)
             # Stall a worker holding jobs for longer than the visibility timeout: its messages
             # come back to the other worker while its own LLM calls are still running.
-            wait_until(lambda: _jobs_in_hand(probe) > 0, 60, "worker A never held a job", interval=0.02)
-            _stall(stalled, VISIBILITY_TIMEOUT + 2)
+            # Frozen with every slot full, so several messages come back at once.
+            wait_until(lambda: _jobs_in_hand(probe) >= size.stall_holding, 60,
+                       f"worker A never held {size.stall_holding} jobs", interval=0.02)
+            # Long enough for the other worker to free a slot and take the messages back (a run
+            # with a shorter stall saw none), short of the answer lease (20 s), so the stalled
+            # worker still owns the calls it started and finishes them when it wakes.
+            _stall(stalled, VISIBILITY_TIMEOUT + STALL_MARGIN)
             job_ids += _submit_waves(client, jobs, range(first_half, size.waves), size.waves)
             wait_until(lambda: all(client.get(f"/domains/classify/{j}").json()["status"] == "DONE" for j in job_ids),
                        120 + 2 * len(jobs), "not every job finished", interval=0.5)
@@ -74,7 +84,8 @@ def run(folder: Path, latencies: Latencies, size: CostSize) -> list[Figure]:
     return [
         Figure("cost", "production", f"LLM calls for {size.requests} domain requests ({len(jobs)} jobs)", calls,
                "calls", unique, "unique domains", 1.0,
-               note=f"{100 * size.repeat_share:.0f}% repeats, {redelivered} job(s) redelivered"),
+               note=f"{100 * size.repeat_share:.0f}% repeats, {redelivered} job(s) redelivered"
+                    + ("" if redelivered else ": NO REDELIVERY HAPPENED, the figure does not test one; rerun")),
     ]
 
 

@@ -210,8 +210,8 @@ def test_classify_sends_the_key_from_the_environment(monkeypatch: pytest.MonkeyP
         return httpx.Response(401, json={"error": {"code": "invalid_api_key", "message": "not valid", "details": []}})
 
     real_client = httpx.Client
-    monkeypatch.setattr(commands.httpx, "Client", lambda **options: real_client(transport=httpx.MockTransport(refuse),
-                                                                               **options))
+    # `classify` imports httpx when it runs (the API process must not carry it): patch the module.
+    monkeypatch.setattr(httpx, "Client", lambda **options: real_client(transport=httpx.MockTransport(refuse), **options))
     monkeypatch.setenv("FIRMSIFT_API_KEY", "fs_from_env")
     args = build_parser().parse_args(["classify", "a.com"])
     with pytest.raises(commands.CommandError, match="401"):

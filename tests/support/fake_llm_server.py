@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.support.loopback_http import LoopbackServer
+from tests.support.loopback_http import ServerThread
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -108,13 +108,11 @@ class FakeLLMServer:
         self._queue: collections.deque[Reply] = collections.deque()
         self._by_domain: dict[tuple[str | None, str], Reply] = {}
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd = LoopbackServer((host, port), _handler_for(self))
-        self._thread: threading.Thread | None = None
+        self._server = ServerThread(host, port, _handler_for(self), name="fake-llm")
 
     @property
     def port(self) -> int:
-        return self._httpd.server_address[1]
+        return self._server.port
 
     @property
     def base_url(self) -> str:
@@ -150,19 +148,14 @@ class FakeLLMServer:
                 self.script(domain, Reply(**fields), model=None if model == "*" else model)
 
     def start(self) -> str:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
-        self._thread.start()
+        self._server.start()
         return self.base_url
 
     def stop(self) -> None:
-        self._stopping.set()  # wakes handlers sleeping on a scripted delay
-        if self._thread is not None:  # shutdown() would wait forever for a loop never started
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-        self._httpd.server_close()
+        self._server.stop()
 
     def serve_forever(self) -> None:
-        self._httpd.serve_forever()
+        self._server.serve_forever()
 
     def __enter__(self) -> str:
         return self.start()
@@ -190,7 +183,7 @@ class FakeLLMServer:
 
     def wait(self, seconds: float) -> None:
         # Event.wait refuses an infinite timeout; None waits until stop() sets the event.
-        self._stopping.wait(None if math.isinf(seconds) else seconds)
+        self._server.stopping.wait(None if math.isinf(seconds) else seconds)
 
     def _refusal(self, received: ReceivedRequest) -> Reply | None:
         kind = received.response_format_type
@@ -370,10 +363,7 @@ def main(argv: list[str] | None = None) -> None:
         server.script_file(args.script)
     print(server.port, flush=True)
     print(f"fake LLM server listening on {server.base_url}", file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    server.serve_forever()
 
 
 if __name__ == "__main__":

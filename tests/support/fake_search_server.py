@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support.loopback_http import LoopbackServer
+from tests.support.loopback_http import ServerThread
 
 
 @dataclass(frozen=True)
@@ -73,14 +73,12 @@ class FakeSearchServer:
         self.override: Reply | None = None  # when set, every search API answers with it
         self._scripted: dict[str, list[dict[str, str]]] = {}
         self._pages: dict[tuple[str, str], Reply] = {}
-        self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = LoopbackServer((host, port), _handler_for(self))
-        self._thread: threading.Thread | None = None
+        self._server = ServerThread(host, port, _handler_for(self), name="fake-search")
 
     @property
     def port(self) -> int:
-        return self._httpd.server_address[1]
+        return self._server.port
 
     @property
     def base_url(self) -> str:
@@ -115,35 +113,23 @@ class FakeSearchServer:
 
     @property
     def stopping(self) -> bool:
-        return self._stopping.is_set()
+        return self._server.stopping.is_set()
 
     def pause(self) -> None:
         """Wait `delay` seconds, cut short when the server stops."""
         if self.delay:
-            self._stopping.wait(self.delay)
+            self._server.stopping.wait(self.delay)
 
     def start(self) -> FakeSearchServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until interrupted (the standalone process)."""
-        try:
-            self._httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self._httpd.server_close()
+        self._server.serve_forever()
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread:
-            self._thread.join(timeout=5)
+        self._server.stop()
 
     def __enter__(self) -> FakeSearchServer:
         return self.start()

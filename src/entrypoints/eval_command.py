@@ -36,7 +36,6 @@ from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval_progress import ProgressBar
 from firmsift.entrypoints.eval_report import summary_table, write_reports
-from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 
 EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
@@ -57,8 +56,7 @@ def run_eval(args: argparse.Namespace) -> int:
         declarations = (read_candidates(args.candidates) if args.candidates
                         else [CandidateDeclaration(name=settings.llm_model)])
         cache = None if args.no_cache else base.eval_cache(args.cache)
-        containers = [Container(settings=_candidate_settings(settings, d)) for d in declarations]
-        candidates = _candidates(declarations, containers, base, args, mode, labels)
+        candidates = _candidates(declarations, base, args, mode, labels)
     except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots) as error:
         raise ConfigurationError(str(error)) from None
     except OSError as error:
@@ -66,11 +64,11 @@ def run_eval(args: argparse.Namespace) -> int:
     prices = {c.spec.model: (d.input_cost_per_million, d.output_cost_per_million)
               for c, d in zip(candidates, declarations, strict=True)
               if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
-    run = Evaluation(labels, candidates, base.eval_pricing(prices), cache=cache, known=_known(args, labels),
+    run = Evaluation(labels, candidates, base.eval_pricing(prices), cache=cache, known=_known(args, labels, base),
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
     try:
-        outcomes = asyncio.run(_evaluate_then_close(run, containers))
+        outcomes = asyncio.run(_evaluate_then_close(run))
     except ExceptionGroup as group:
         failed = group.subgroup(OSError)  # the cache could not be written (disk full): stop and say so
         if failed is None:
@@ -107,15 +105,16 @@ def _writable_folder(folder: Path, option: str) -> None:
         raise ConfigurationError(f"{option} {folder}: cannot create or write it ({existing} is not a writable folder)")
 
 
-def _candidates(declarations: Sequence[CandidateDeclaration], containers: Sequence[Container], base: Container,
-                args: argparse.Namespace, mode: str, labels: Sequence[LabelledDomain]) -> list[Candidate]:
+def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
+                mode: str, labels: Sequence[LabelledDomain]) -> list[Candidate]:
     """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries),
     and its evidence source: one per search provider, shared by the candidates that use it."""
     snapshots = base.eval_snapshots(args.snapshots)
     catalog = base.catalog()
     sources: dict[str, EvidenceSource] = {}
     candidates = []
-    for declaration, container in zip(declarations, containers, strict=True):
+    for declaration in declarations:
+        container = Container(settings=_candidate_settings(base.settings(), declaration))
         settings = container.settings()
         provider = settings.search_provider
         if provider not in sources:
@@ -129,14 +128,14 @@ def _candidates(declarations: Sequence[CandidateDeclaration], containers: Sequen
     return candidates
 
 
-async def _evaluate_then_close(run: Evaluation, containers: Sequence[Container]) -> dict[str, tuple[Outcome, ...]]:
+async def _evaluate_then_close(run: Evaluation) -> dict[str, tuple[Outcome, ...]]:
     try:
         return await evaluate(run)
     finally:
-        for container in containers:
-            search = container.worker_search()
-            if hasattr(search, "aclose"):
-                await search.aclose()
+        # Only the search clients the run used: replayed evidence has none to close.
+        for source in {id(c.evidence): c.evidence for c in run.candidates}.values():
+            if isinstance(source, LiveEvidence) and hasattr(source.search, "aclose"):
+                await source.search.aclose()
 
 
 def _candidate_settings(base: Settings, declaration: CandidateDeclaration) -> Settings:
@@ -178,17 +177,17 @@ def _classifier(declaration: CandidateDeclaration, catalog: dict[str, Classifier
     return catalog[name]
 
 
-def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain]) -> dict[str, KnownCompany]:
+def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain], base: Container) -> dict[str, KnownCompany]:
     """The known companies among the labelled domains (and their parents), read from the
-    database only when asked: by default an evaluation scores the search + LLM path alone."""
+    database only when asked: by default an evaluation scores the search + LLM path alone.
+    The schema is never migrated here: an evaluation does not change a database."""
     if not args.known_companies:
         return {}
-    container = start_container(migrate=False)  # an evaluation never changes a database's schema
     try:
-        return asyncio.run(container.store().find_known(with_parents([i.domain for i in labels])))
+        return asyncio.run(base.store().find_known(with_parents([i.domain for i in labels])))
     except SQLAlchemyError as error:
         raise ConfigurationError(f"--known-companies: cannot read the known companies from the database "
                                  f"({type(error).__name__}); is FIRMSIFT_DATABASE_URL right and migrated "
                                  f"(`firmsift db upgrade`)?") from None
     finally:
-        container.engine().dispose()
+        base.engine().dispose()

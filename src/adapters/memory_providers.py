@@ -42,7 +42,7 @@ class ScriptedLLM:
         self._queue.extend(replies)
 
     def calls_about(self, domain: str) -> int:
-        return sum(1 for call in self.history if f"Domain: {domain}\n" in call.user)
+        return sum(1 for call in self.history if _asks_about(call.user, domain))
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
         self.history.append(LLMCall(system, user, json_schema))
@@ -62,9 +62,14 @@ class ScriptedLLM:
 
     def _reply_for(self, user: str) -> str | Exception:
         for domain, reply in self.by_domain.items():
-            if f"Domain: {domain}\n" in user:
+            if _asks_about(user, domain):
                 return reply
         return self.default
+
+
+def _asks_about(user: str, domain: str) -> bool:
+    """The user message is about `domain` (the classifiers' templates open with `Domain: $domain`)."""
+    return f"Domain: {domain}\n" in user
 
 
 class StaticSearch:

@@ -21,6 +21,13 @@ from firmsift.entrypoints.settings import Settings
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 REQUEST_LINE_ROOM = 8192  # the method, URL and version before the headers (as nginx's default buffer)
+FD_RESERVE = 64  # file descriptors kept free of client connections: listener, SQLite files, logs, the worker's clients
+# Connections asyncio accepts in one go before the cap sees any of them (uvicorn's default is 2048).
+# Refused connections hold their descriptor for a few loop turns, during which more bursts may
+# arrive: ACCEPT_BURSTS of them are kept free, so a flood is refused with 503, not met with EMFILE
+# (on which asyncio logs and retries once per connection of the burst).
+ACCEPT_BACKLOG = 128
+ACCEPT_BURSTS = 4
 
 
 class CommandError(RuntimeError):
@@ -69,6 +76,7 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
 
     from firmsift.entrypoints.auth import UnsafeAuthSetting
     from firmsift.entrypoints.http_api import create_app
+    from firmsift.entrypoints.http_protocol import ConnectionLimits, connection_cap, guarded_protocol
 
     if with_worker:
         container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
@@ -78,12 +86,20 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     except UnsafeAuthSetting as error:
         print(f"firmsift: {error}", file=sys.stderr)
         return EXIT_USAGE
+    settings = container.settings()
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
     # Its bound on a request head still arriving (request line + headers) keeps a slow sender from
-    # filling memory; the app itself answers 431 for headers over max_header_bytes.
-    uvicorn.run(app, host=host, port=port, log_config=None,
-                timeout_graceful_shutdown=container.settings().shutdown_grace_seconds,
-                h11_max_incomplete_event_size=container.settings().max_header_bytes + REQUEST_LINE_ROOM)
+    # filling memory; the app itself answers 431 for headers over max_header_bytes. The protocol
+    # class adds what uvicorn lacks: deadlines for a request's head and body, and a connection cap.
+    limits = ConnectionLimits(
+        header_timeout=settings.header_timeout, body_timeout=settings.body_timeout,
+        max_connections=connection_cap(settings.max_connections,
+                                       reserved=FD_RESERVE + ACCEPT_BURSTS * ACCEPT_BACKLOG + settings.db_pool_size
+                                       + settings.db_max_overflow))
+    uvicorn.run(app, host=host, port=port, log_config=None, http=guarded_protocol(limits), backlog=ACCEPT_BACKLOG,
+                timeout_keep_alive=settings.keep_alive_timeout,  # type: ignore[arg-type]
+                timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
+                h11_max_incomplete_event_size=settings.max_header_bytes + REQUEST_LINE_ROOM)
     return EXIT_OK
 
 

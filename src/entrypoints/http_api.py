@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -27,6 +28,7 @@ from firmsift.entrypoints.rate_limit import TokenBuckets
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
 DEFAULT_CLASSIFIER = "cpg"
 LOOPBACK = "127.0.0.1"  # where `firmsift serve` listens unless told otherwise
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -134,8 +136,16 @@ def create_app(
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan,
+    handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
+    return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
                      middleware=[Middleware(HeaderLimit, max_bytes=settings.max_header_bytes)])
+
+
+async def client_disconnected(request: Request, _exc: Exception) -> Response:
+    """The client went away before its request was read: its business, not an error of ours.
+    The answer goes nowhere; it only ends the request quietly."""
+    log.debug("client disconnected before its request was read", extra={"path": request.url.path})
+    return Response(status_code=400)
 
 
 def _kind(value: object) -> str:

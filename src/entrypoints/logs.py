@@ -1,10 +1,15 @@
-"""Structured logging: one JSON object per line on stderr, carrying job_id/domain when given."""
+"""Structured logging: one JSON object per line on stderr, carrying job_id/domain when given;
+repeated warnings and errors are rate-limited."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 # Attributes every LogRecord has; anything else came from `extra=` and is worth printing.
@@ -29,9 +34,50 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+@dataclass
+class _Window:
+    started: float
+    count: int = 0
+    suppressed: int = 0
+
+
+class RepeatLimiter(logging.Filter):
+    """Lets through at most `burst` warnings and errors of one kind (logger, level, message
+    template, exception type) per `window` seconds, so a fault that repeats thousands of times a
+    second (a descriptor limit, a flood of malformed requests) costs a few lines, not a full
+    disk. The first line of a kind in a new window carries `suppressed_repeats`: how many were
+    dropped in the window before. Lower levels pass untouched."""
+
+    def __init__(self, *, burst: int = 20, window: float = 10.0, level: int = logging.WARNING,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.burst, self.window, self.level, self.clock = burst, window, level, clock
+        self._windows: dict[tuple[str, int, str, str], _Window] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < self.level:
+            return True
+        error = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else ""
+        key = (record.name, record.levelno, str(record.msg), error)  # the template: kinds are few
+        now = self.clock()
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None or now - window.started >= self.window:
+                if window is not None and window.suppressed:
+                    record.suppressed_repeats = window.suppressed
+                window = self._windows[key] = _Window(started=now)
+            window.count += 1
+            if window.count > self.burst:
+                window.suppressed += 1
+                return False
+        return True
+
+
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(RepeatLimiter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -68,6 +68,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(65536, ge=1024)
     backend_timeout: float = Field(5.0, gt=0, description="API: longest wait on the database or queue before a 503")
     max_header_bytes: int = Field(16384, ge=1024, le=1048576, description="largest accepted request headers, in bytes")
+    header_timeout: float = Field(10.0, gt=0, le=300, description="seconds a client has to send a request's line and headers")
+    body_timeout: float = Field(30.0, gt=0, le=600, description="seconds a client has to send a request body, once its headers are in")
+    keep_alive_timeout: float = Field(5.0, gt=0, le=600, description="seconds an idle keep-alive connection stays open")
+    max_connections: int = Field(1000, ge=1, description="open connections per API process; more are refused with 503")
+    auth_failures_per_minute: int = Field(
+        30, ge=0, description="requests with an unknown API key per minute per client address, per API process; 0: none")
+    database_wait_seconds: float = Field(
+        300.0, ge=0, description="api/serve/worker: how long to wait for an unreachable database at start-up")
     auth: Literal["auto", "required", "off"] = Field(
         "auto", description="API keys: auto (off when the API listens on loopback only), required, off (loopback only)")
     rate_limit_per_minute: int = Field(600, ge=0, description="requests a minute per API key, per API process; 0: none")

@@ -1,0 +1,309 @@
+"""Slow, idle, disconnecting and malformed clients against a real `firmsift api` process, over
+raw sockets: every connection ends within its deadline, the connection cap refuses or makes room
+cleanly, protocol errors are JSON in the contract's shape, and the log stays quiet."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import Process, Processes, free_port, wait_healthy
+
+pytestmark = pytest.mark.e2e
+
+HEADER_TIMEOUT = 1.0
+BODY_TIMEOUT = 1.5
+KEEP_ALIVE = 1.0
+MAX_CONNECTIONS = 20
+SLACK = 2.5  # scheduling on a loaded machine, plus the second a refused connection lingers
+
+
+class Api:
+    def __init__(self, process: Process, port: int) -> None:
+        self.process, self.port = process, port
+
+    def connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        sock.settimeout(10)
+        return sock
+
+    def exchange(self, data: bytes, *, timeout: float = 10) -> tuple[bytes, float]:
+        """Send `data` on a new connection and read until the server closes it: (bytes, seconds)."""
+        with self.connect() as sock:
+            if data:
+                sock.sendall(data)
+            return read_until_closed(sock, timeout)
+
+    def log_lines(self) -> list[dict]:
+        lines = []
+        for line in self.process.log().splitlines():
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                lines.append({"level": "RAW", "message": line})
+        return lines
+
+
+def read_until_closed(sock: socket.socket, timeout: float) -> tuple[bytes, float]:
+    started = time.monotonic()
+    sock.settimeout(timeout)
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except TimeoutError:
+        raise AssertionError(f"connection still open after {timeout}s; received {received[:200]!r}") from None
+    except ConnectionResetError:
+        pass
+    return received, time.monotonic() - started
+
+
+def parse(response: bytes) -> tuple[int, dict[str, str], dict]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    return int(lines[0].split(" ")[1]), headers, json.loads(body)
+
+
+def start(tmp_path: Path, *, prefix: tuple[str, ...] = (), **env: str) -> tuple[Processes, Api]:
+    processes = Processes(tmp_path, env={
+        "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'firmsift.db'}",
+        "FIRMSIFT_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
+        "FIRMSIFT_BODY_TIMEOUT": str(BODY_TIMEOUT),
+        "FIRMSIFT_KEEP_ALIVE_TIMEOUT": str(KEEP_ALIVE),
+        "FIRMSIFT_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+        "FIRMSIFT_LOG_LEVEL": "INFO",
+        **env,
+    })
+    port = free_port()
+    process = processes.start("api", *prefix, sys.executable, "-m", "firmsift.entrypoints.cli", "api",
+                              "--port", str(port))
+    wait_healthy(f"http://127.0.0.1:{port}", process)
+    return processes, Api(process, port)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Api]:
+    """A process of the test's own, for tests that read its log."""
+    processes, started = start(tmp_path)
+    try:
+        yield started
+    finally:
+        processes.stop_all()
+
+
+@pytest.fixture(scope="module")
+def shared_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    processes, started = start(tmp_path_factory.mktemp("shared"))
+    try:
+        yield started
+    finally:
+        processes.stop_all()
+
+
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+POST_HEAD = b"POST /domains/classify HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+
+
+def test_a_client_sending_nothing_or_a_header_line_at_a_time_is_closed_after_the_header_deadline(shared_api: Api) -> None:
+    api = shared_api
+    idle, idle_seconds = api.exchange(b"")
+    with api.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+        started = time.monotonic()
+        for line in (b"Host: t\r\n", b"X-A: 1\r\n", b"X-B: 2\r\n", b"X-C: 3\r\n"):
+            time.sleep(HEADER_TIMEOUT / 3)  # each line well inside the deadline, the whole head not
+            try:
+                sock.sendall(line)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        trickled, _ = read_until_closed(sock, 10)
+        trickle_seconds = time.monotonic() - started
+    for response, seconds in ((idle, idle_seconds), (trickled, trickle_seconds)):
+        status, headers, body = parse(response)
+        assert status == 408 and body["error"]["code"] == "request_timeout", response
+        assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+        assert HEADER_TIMEOUT * 0.9 <= seconds <= HEADER_TIMEOUT + SLACK, seconds
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_at_the_body_deadline(api: Api) -> None:
+    with api.connect() as sock:
+        sock.sendall(POST_HEAD + b"Content-Length: 40\r\n\r\n{")
+        started = time.monotonic()
+        for _ in range(6):
+            time.sleep(BODY_TIMEOUT / 4)
+            try:
+                sock.sendall(b" ")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        response, _ = read_until_closed(sock, 10)
+        seconds = time.monotonic() - started
+    status, _, body = parse(response)
+    assert status == 408 and body["error"]["code"] == "request_timeout"
+    assert "body" in body["error"]["message"]
+    assert BODY_TIMEOUT * 0.9 <= seconds <= BODY_TIMEOUT + SLACK, seconds
+    # The app saw the client go: no error, no traceback for it.
+    assert not [line for line in api.log_lines() if line["level"] in ("ERROR", "RAW") or "exception" in line]
+
+
+def test_an_unread_body_trickling_after_an_early_answer_is_cut_too(shared_api: Api) -> None:
+    api = shared_api
+    """A 415 is answered before the body is read; the rest of the body must not hold the connection."""
+    with api.connect() as sock:
+        sock.sendall(b"POST /domains/classify HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
+                     b"Content-Length: 40\r\n\r\n{")
+        started = time.monotonic()
+        response, _ = read_until_closed(sock, 10)
+        seconds = time.monotonic() - started
+    assert response.startswith(b"HTTP/1.1 415")
+    assert seconds <= BODY_TIMEOUT + SLACK
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(shared_api: Api) -> None:
+    api = shared_api
+    with api.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        response, seconds = read_until_closed(sock, 10)
+    assert response.startswith(b"HTTP/1.1 200")
+    assert seconds <= KEEP_ALIVE + SLACK
+
+
+def test_over_the_cap_the_longest_waiting_slow_client_makes_room_and_healthz_still_answers(api: Api) -> None:
+    slow = [api.connect() for _ in range(MAX_CONNECTIONS + 10)]
+    try:
+        for sock in slow:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n")  # a head that will never be finished
+        response, _ = api.exchange(HEALTHZ)
+        assert response.startswith(b"HTTP/1.1 200"), response
+        # The ones that made room were told why.
+        evicted = []
+        for sock in slow[:10]:
+            received, _ = read_until_closed(sock, 5)
+            evicted.append(parse(received)[2]["error"]["code"])
+        assert set(evicted) == {"too_many_connections"}
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_over_the_cap_with_every_connection_mid_request_a_new_one_is_refused_cleanly(api: Api) -> None:
+    uploads = [api.connect() for _ in range(MAX_CONNECTIONS)]
+    try:
+        for sock in uploads:
+            sock.sendall(POST_HEAD + b"Content-Length: 40\r\n\r\n{")  # mid-body: not a connection to evict
+        time.sleep(0.3)
+        response, seconds = api.exchange(HEALTHZ)
+        status, headers, body = parse(response)
+        assert status == 503 and body["error"]["code"] == "too_many_connections" and headers["retry-after"] == "1"
+        assert seconds < 1
+        # The uploads are cut at their deadline, and the server takes connections again.
+        time.sleep(BODY_TIMEOUT + SLACK)
+        assert api.exchange(HEALTHZ)[0].startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in uploads:
+            sock.close()
+
+
+def test_at_the_descriptor_limit_a_flood_is_refused_without_a_flood_of_log_lines(tmp_path: Path) -> None:
+    """300 connections at once against a process allowed 700 descriptors: the cap is lowered to
+    what the limit leaves room for, the excess gets 503, and accept() never runs out (the
+    attack's 87,466 'Too many open files' lines)."""
+    processes, api = start(tmp_path, prefix=("prlimit", "--nofile=700:700"), FIRMSIFT_MAX_CONNECTIONS="1000",
+                           FIRMSIFT_HEADER_TIMEOUT="30")
+    try:
+        flood = [api.connect() for _ in range(300)]
+        time.sleep(1)
+        refused = 0
+        for sock in flood:
+            sock.setblocking(False)
+            try:
+                refused += b" 503 " in sock.recv(100)
+            except BlockingIOError:
+                pass
+        response, _ = api.exchange(HEALTHZ)  # room is made: the flood is only waiting for its heads
+        lines = api.log_lines()
+        for sock in flood:
+            sock.close()
+    finally:
+        processes.stop_all()
+    assert response.startswith(b"HTTP/1.1 200")
+    assert any("FIRMSIFT_MAX_CONNECTIONS=1000 lowered to" in line["message"] for line in lines)
+    assert refused > 0
+    assert not [line for line in lines if "out of system resource" in line["message"]
+                or "Too many open files" in json.dumps(line)]
+    assert len(lines) < 60, len(lines)
+
+
+def test_a_repeated_warning_is_logged_a_bounded_number_of_times(api: Api) -> None:
+    for _ in range(200):
+        api.exchange(b"\x16\x03\x01 not http\r\n\r\n")
+    lines = [line for line in api.log_lines() if line["level"] == "WARNING"]
+    assert 1 <= len(lines) <= 20, len(lines)
+
+
+def test_a_client_that_hangs_up_mid_body_is_not_an_internal_error(api: Api) -> None:
+    for _ in range(5):
+        with api.connect() as sock:
+            sock.sendall(POST_HEAD + b"Content-Length: 400\r\n\r\n{\"domains\": [")
+            time.sleep(0.1)
+    time.sleep(0.5)
+    assert api.exchange(HEALTHZ)[0].startswith(b"HTTP/1.1 200")
+    noisy = [line for line in api.log_lines() if line["level"] in ("ERROR", "WARNING", "RAW") or "exception" in line]
+    assert noisy == []
+
+
+MALFORMED = {
+    "content-length abc": (POST_HEAD + b"Content-Length: abc\r\n\r\n{}", 400, "bad_content_length"),
+    "content-length -1": (POST_HEAD + b"Content-Length: -1\r\n\r\n{}", 400, "bad_content_length"),
+    "content-length 1e3": (POST_HEAD + b"Content-Length: 1e3\r\n\r\n{}", 400, "bad_content_length"),
+    "content-length 0x10": (POST_HEAD + b"Content-Length: 0x10\r\n\r\n{}", 400, "bad_content_length"),
+    "content-length 21 digits": (POST_HEAD + b"Content-Length: " + b"9" * 21 + b"\r\n\r\n{}", 400,
+                                 "bad_content_length"),
+    "content-length twice, different": (POST_HEAD + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400,
+                                        "bad_content_length"),
+    "content-length 20 digits": (POST_HEAD + b"Content-Length: " + b"9" * 20 + b"\r\n\r\n{}", 413, "body_too_large"),
+    "chunk size not hex": (POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400,
+                           "malformed_chunked_body"),
+    "chunk size negative": (POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n", 400,
+                            "malformed_chunked_body"),
+    "TE gzip, chunked": (POST_HEAD + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501,
+                         "unsupported_transfer_encoding"),
+    "garbage request line": (b"\x00\x01\x02 garbage\r\n\r\n", 400, "malformed_request"),
+    "no version": (b"GET /healthz\r\n\r\n", 400, "malformed_request"),
+    "header without colon": (b"GET /healthz HTTP/1.1\r\nHost: t\r\nnonsense\r\n\r\n", 400, "malformed_request"),
+    "10,000 headers": (b"GET /healthz HTTP/1.1\r\nHost: t\r\n" + b"".join(b"X-%d: a\r\n" % i for i in range(10000))
+                       + b"\r\n", 431, "headers_too_large"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_request_gets_the_contracts_json_error(shared_api: Api, case: str) -> None:
+    data, expected_status, expected_code = MALFORMED[case]
+    with shared_api.connect() as sock:
+        sock.sendall(data)
+        sock.settimeout(10)
+        received = b""
+        while b"\r\n\r\n" not in received or len(received.partition(b"\r\n\r\n")[2]) < int(
+                parse_length(received)):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    status, headers, body = parse(received)
+    assert (status, body["error"]["code"]) == (expected_status, expected_code), received
+    assert headers["content-type"] == "application/json"
+    assert set(body["error"]) == {"code", "message", "details"}
+
+
+def parse_length(received: bytes) -> int:
+    for line in received.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 1 << 30

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from firmsift.domain.keys import ANONYMOUS, Caller, authenticate
+from firmsift.domain.keys import ANONYMOUS, Caller, InvalidApiKey, authenticate, digest_of
 from firmsift.entrypoints.rate_limit import TokenBuckets
 from firmsift.ports.keys import ApiKeyStore
 
@@ -48,22 +48,60 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key", "").strip() or None
 
 
+def client_network(address: str) -> str:
+    """The unit a client address is limited by: the address itself for IPv4, its /64 for IPv6
+    (one host is routinely given a whole /64, so single IPv6 addresses cost an attacker nothing)."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
+
+
 class Gate:
     """Decides who a request acts for. With keys required: the key's Caller, after charging its
-    rate limit (MissingApiKey, InvalidApiKey or RateLimited otherwise); without: ANONYMOUS."""
+    rate limit (MissingApiKey, InvalidApiKey or RateLimited otherwise); without: ANONYMOUS.
 
-    def __init__(self, keys: ApiKeyStore | None, limiter: TokenBuckets | None) -> None:
+    Every key is looked up in the database, so unknown keys are limited too, per client address
+    (`failures`): each refused key spends a token of its address, and an address with none left
+    gets 429 without a lookup, unless it presents a key this process has seen valid (so the
+    clients behind one proxy or NAT keep working while one of them sends garbage)."""
+
+    MAX_KNOWN_GOOD = 10_000
+
+    def __init__(self, keys: ApiKeyStore | None, limiter: TokenBuckets | None,
+                 failures: TokenBuckets | None = None) -> None:
         self.keys = keys
         self.limiter = limiter
+        self.failures = failures
+        self.known_good: set[str] = set()  # digests of keys found valid in this process
 
     @property
     def required(self) -> bool:
         return self.keys is not None
 
-    async def caller(self, headers: Mapping[str, str]) -> Caller:
+    async def caller(self, headers: Mapping[str, str], address: str = "") -> Caller:
         if self.keys is None:
             return ANONYMOUS
-        key = await authenticate(presented_key(headers), self.keys)
+        secret = presented_key(headers)
+        digest = digest_of(secret) if secret else ""
+        network = client_network(address)
+        if self.failures is not None and secret and digest not in self.known_good:
+            self.failures.check(network)
+        try:
+            key = await authenticate(secret, self.keys)
+        except InvalidApiKey:
+            self.known_good.discard(digest)  # revoked: screened like any unknown key from now on
+            if self.failures is not None:
+                self.failures.spend(network)
+            raise
+        if len(self.known_good) >= self.MAX_KNOWN_GOOD:
+            self.known_good.clear()
+        self.known_good.add(digest)
         if self.limiter is not None:
             self.limiter.take(key.id)
         return key.caller()

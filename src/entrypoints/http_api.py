@@ -43,7 +43,9 @@ def create_app(
     settings = container.settings()
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
-    gate = Gate(container.api_keys() if keys_required else None, limiter)
+    failures = (TokenBuckets(settings.auth_failures_per_minute, holder="unknown API keys from this address")
+                if keys_required and settings.auth_failures_per_minute else None)
+    gate = Gate(container.api_keys() if keys_required else None, limiter, failures)
     document = openapi_document(
         auth_required=keys_required, classifiers=container.catalog(), max_domains=settings.max_domains_per_job,
         max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
@@ -52,7 +54,7 @@ def create_app(
     own_queues = {name for name in (settings.queue_name, settings.dead_letter_queue, settings.sqs_queue_url) if name}
 
     async def submit(request: Request) -> JSONResponse:
-        caller = await gate.caller(request.headers)  # before the body: strangers cost no parsing
+        caller = await gate.caller(request.headers, _address(request))  # before the body: strangers cost no parsing
         body = await read_json_body(request, settings.max_body_bytes)
         if not isinstance(body, dict):
             raise InvalidRequest("body must be a JSON object", (Rejection(_kind(body), "expected an object"),))
@@ -98,7 +100,7 @@ def create_app(
             raise BackendUnavailable(f"no answer from the database or queue within {settings.backend_timeout:g}s") from None
 
     async def poll(request: Request) -> JSONResponse:
-        caller = await gate.caller(request.headers)
+        caller = await gate.caller(request.headers, _address(request))
         async with backend_deadline():
             job = await find_job(request.path_params["job_id"], caller.owner, container.store())
         return JSONResponse(job_document(job))
@@ -146,6 +148,10 @@ async def client_disconnected(request: Request, _exc: Exception) -> Response:
     The answer goes nowhere; it only ends the request quietly."""
     log.debug("client disconnected before its request was read", extra={"path": request.url.path})
     return Response(status_code=400)
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else ""
 
 
 def _kind(value: object) -> str:

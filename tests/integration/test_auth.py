@@ -217,3 +217,20 @@ def test_classify_sends_the_key_from_the_environment(monkeypatch: pytest.MonkeyP
     with pytest.raises(commands.CommandError, match="401"):
         commands.classify(args)
     assert sent == ["Bearer fs_from_env"]
+
+
+def test_unknown_keys_are_limited_per_client_address(tmp_path: Path) -> None:
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'guess.db'}", auth="required",
+                                         auth_failures_per_minute=2))
+    key = new_key(container)
+    with TestClient(create_app(container), client=("203.0.113.7", 40000)) as attacker, \
+            TestClient(create_app(container), client=("198.51.100.1", 40000)) as bystander:
+        guesses = [post(attacker, {"authorization": f"Bearer fs_guess{n}"}).status_code for n in range(3)]
+        refused = post(attacker, {"authorization": "Bearer fs_guess9"})
+        valid_from_elsewhere = post(bystander, {"authorization": f"Bearer fs_guess{9}"}).status_code
+        valid = post(bystander, bearer(key)).status_code
+    container.engine().dispose()
+    assert guesses == [401, 401, 429]
+    assert refused.status_code == 429 and error_of(refused)["code"] == "rate_limited"
+    assert int(refused.headers["retry-after"]) >= 1
+    assert (valid_from_elsewhere, valid) == (401, 202)

@@ -13,7 +13,7 @@ from firmsift.adapters.completion_cache_file import CompletionCacheFile
 from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
-from firmsift.adapters.readiness import Readiness
+from firmsift.adapters.readiness import IntakeOutcomes, Readiness
 from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_job_intake import SqlJobIntake
@@ -166,7 +166,8 @@ class Container(containers.DeclarativeContainer):
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings)
     search = providers.Singleton(make_search, settings)
-    readiness = providers.Singleton(Readiness, engine, work_queue)
+    intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
+    readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)
     leases = providers.Singleton(SqlLeases, engine)
     migrate = providers.Callable(upgrade, engine)
 

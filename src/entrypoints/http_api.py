@@ -8,13 +8,14 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 
+from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from firmsift.domain.errors import InvalidRequest, Rejection
+from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
 from firmsift.domain.submit import SubmitJob, find_job, submit_job
 from firmsift.entrypoints.auth import Gate, auth_required
@@ -74,13 +75,19 @@ def create_app(
             caller=caller,
             idempotency_key=request.headers.get("idempotency-key"),
         )
-        async with backend_deadline():
-            submission = await submit_job(
-                command,
-                catalog=container.catalog(),
-                intake=container.intake(),
-                max_domains=settings.max_domains_per_job,
-            )
+        outcomes = container.intake_outcomes()
+        try:
+            async with backend_deadline():
+                submission = await submit_job(
+                    command,
+                    catalog=container.catalog(),
+                    intake=container.intake(),
+                    max_domains=settings.max_domains_per_job,
+                )
+        except (QueueUnavailable, BackendUnavailable, DBAPIError):
+            outcomes.failed()  # /readyz says so until an intake succeeds again
+            raise
+        outcomes.succeeded()
         job = submission.job
         headers = {"Location": f"/domains/classify/{job.id}"}
         if submission.replayed:
@@ -113,7 +120,8 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(_request: Request) -> JSONResponse:
-        """Readiness: the database and the work queue are reachable."""
+        """Readiness: the database answers and takes writes, the work queue answers, and the
+        latest intake did not fail."""
         checks = await container.readiness().check()
         ready = all(result == "ok" for result in checks.values())
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},

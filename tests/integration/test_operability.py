@@ -1,12 +1,16 @@
 """Operability on the real app: readiness, metrics, and the worker's probe."""
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import event
 from starlette.testclient import TestClient
+
+from firmsift.adapters.readiness import INTAKE_FAILURE_SECONDS, IntakeOutcomes
 
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
@@ -25,7 +29,8 @@ def test_readyz_reports_database_and_queue(container) -> None:
     with TestClient(create_app(container)) as client:
         response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "checks": {"database": "ok", "queue": "ok"}}
+    assert response.json() == {"status": "ready", "checks": {"database": "ok", "database_writes": "ok", "queue": "ok",
+                                                            "intake": "ok"}}
 
 
 def test_readyz_is_503_when_the_database_is_gone(tmp_path: Path) -> None:
@@ -40,6 +45,54 @@ def test_readyz_is_503_when_the_database_is_gone(tmp_path: Path) -> None:
     assert response.status_code == 503
     body = response.json()
     assert body["status"] == "not ready" and body["checks"]["database"] != "ok"
+
+
+def test_readyz_is_503_while_the_database_answers_reads_but_refuses_writes(container) -> None:
+    """The attack's case: every submit got 503 while /readyz said 200. The service's connections
+    are reopened read-only (`mode=ro`), as after a full disk, a read-only mount or file: SQLite
+    still begins transactions and answers reads, and refuses every write."""
+    engine = container.engine()
+    read_only = {"on": False}
+
+    @event.listens_for(engine, "do_connect")
+    def _maybe_read_only(_dialect, _record, cargs, cparams):  # type: ignore[no-untyped-def]
+        if read_only["on"]:
+            return sqlite3.connect(f"file:{cargs[0]}?mode=ro", uri=True, **cparams)
+        return None
+
+    def reconnect(on: bool) -> None:
+        read_only["on"] = on
+        engine.dispose()
+
+    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+        assert client.get("/readyz").status_code == 200
+        reconnect(True)
+        refused = client.post("/domains/classify", json={"domains": ["a.com"]})
+        not_ready = client.get("/readyz")
+        reconnect(False)
+        still_not_ready = client.get("/readyz")  # writes work again, but the last intake failed
+        accepted = client.post("/domains/classify", json={"domains": ["a.com"]})
+        ready = client.get("/readyz")
+    assert refused.status_code == 503
+    assert not_ready.status_code == 503
+    assert not_ready.json()["checks"] == {"database": "ok", "database_writes": "failing", "queue": "ok",
+                                          "intake": "failing"}
+    assert still_not_ready.status_code == 503 and still_not_ready.json()["checks"]["intake"] == "failing"
+    assert accepted.status_code == 202
+    assert ready.status_code == 200
+
+
+def test_a_failed_intake_stops_counting_after_a_while() -> None:
+    now = [0.0]
+    outcomes = IntakeOutcomes(clock=lambda: now[0])
+    assert not outcomes.failing()
+    outcomes.failed()
+    assert outcomes.failing()
+    now[0] += INTAKE_FAILURE_SECONDS
+    assert not outcomes.failing()  # traffic is let through again to find out
+    outcomes.failed()
+    outcomes.succeeded()
+    assert not outcomes.failing()
 
 
 def test_metrics_count_accepted_jobs(container) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.csv_files import CsvFileError
+from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.key_commands import run_keys
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
@@ -43,9 +44,16 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_eval(args)
     if args.command == "queues":
         return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
-    # `db upgrade` applies the migrations itself, so it can say which ones it applied.
-    container = start_container(migrate=args.command != "db")
+    # `db upgrade` applies the migrations itself, so it can say which ones it applied; the
+    # long-running processes wait for a database that is not up yet, then migrate.
+    long_running = args.command in ("serve", "api", "worker")
+    container = start_container(migrate=args.command != "db" and not long_running)
     try:
+        if long_running:
+            try:
+                migrate_when_reachable(container)
+            except DatabaseUnreachable as error:
+                raise CommandError(str(error)) from None
         if args.command in ("serve", "api"):
             return serve(container, args.host, args.port, with_worker=args.command == "serve")
         if args.command == "worker":

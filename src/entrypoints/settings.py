@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     keep_alive_timeout: float = Field(5.0, gt=0, le=600, description="seconds an idle keep-alive connection stays open")
     max_connections: int = Field(1000, ge=1, description="open connections per API process; more are refused with 503")
     auth_failures_per_minute: int = Field(
-        30, ge=0, description="requests with an unknown API key per minute per client address, per API process; 0: none")
+        30, ge=0, description="requests with an unknown API key a minute per client address and process; 0: none")
     database_wait_seconds: float = Field(
         300.0, ge=0, description="api/serve/worker: how long to wait for an unreachable database at start-up")
     auth: Literal["auto", "required", "off"] = Field(

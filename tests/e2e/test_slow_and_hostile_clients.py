@@ -111,7 +111,7 @@ HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
 POST_HEAD = b"POST /domains/classify HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
 
 
-def test_a_client_sending_nothing_or_a_header_line_at_a_time_is_closed_after_the_header_deadline(shared_api: Api) -> None:
+def test_a_client_sending_nothing_or_a_header_line_at_a_time_is_cut_at_the_header_deadline(shared_api: Api) -> None:
     api = shared_api
     idle, idle_seconds = api.exchange(b"")
     with api.connect() as sock:

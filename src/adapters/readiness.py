@@ -54,25 +54,26 @@ class Readiness:
         self.intake = intake or IntakeOutcomes()
 
     async def check(self) -> dict[str, Any]:
-        database, writes, queue = await asyncio.gather(
-            self._run(self._database(), "unreachable"), self._run(self._writes(), "failing"),
-            self._run(self.queue.approximate_counts(), "unreachable"))
-        return {"database": database, "database_writes": writes, "queue": queue,
+        stages: set[str] = set()
+        outcome, queue = await asyncio.gather(
+            self._run(self._database(stages), "failing"), self._run(self.queue.approximate_counts(), "unreachable"))
+        # A failure (or a timeout) after the read is the writes'; before it, the database's.
+        reads = "ok" if "read" in stages else ("unreachable" if outcome == "failing" else outcome)
+        writes = outcome if "read" in stages else reads
+        return {"database": reads, "database_writes": writes, "queue": queue,
                 "intake": "failing" if self.intake.failing() else "ok"}
 
-    async def _database(self) -> None:
-        def ping() -> None:
-            with self.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+    async def _database(self, stages: set[str]) -> None:
+        """SELECT 1, then the write probe, in one transaction on one connection (a partition
+        leaves one thread waiting, not two); `stages` records how far it got."""
 
-        await asyncio.to_thread(ping)
-
-    async def _writes(self) -> None:
-        def write() -> None:
+        def probe() -> None:
             with self.engine.begin() as conn:
+                conn.execute(text("SELECT 1"))
+                stages.add("read")
                 conn.execute(WRITE_PROBE)
 
-        await asyncio.to_thread(write)
+        await asyncio.to_thread(probe)
 
     @staticmethod
     async def _run(check: Any, failure: str) -> str:

@@ -63,14 +63,14 @@ def refusal_for(error: h11.RemoteProtocolError | None) -> ProtocolRefusal:
 def raw_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> bytes:
     """A complete JSON error response, written straight to the socket (the request may be unparsed)."""
     body = json.dumps(error_body(code, message)).encode()
-    reason = h11_reason(status)
+    reason = reason_phrase(status)
     head = [f"HTTP/1.1 {status} {reason}", "content-type: application/json",
             f"content-length: {len(body)}", "connection: close"]
     head += [f"{name}: {value}" for name, value in (headers or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
-def h11_reason(status: int) -> str:
+def reason_phrase(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
     except ValueError:

@@ -1,0 +1,31 @@
+"""Compressed bodies that inflate far beyond their size (gzip, zlib and raw deflate), built in bounded memory."""
+
+from __future__ import annotations
+
+import functools
+import zlib
+
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS, "raw-deflate": -zlib.MAX_WBITS}
+_BLOCK = 1 << 20
+
+
+@functools.cache
+def bomb(encoding: str, inflated_bytes: int, *, prefix: bytes = b"") -> bytes:
+    """`prefix` then zero bytes up to `inflated_bytes`, compressed as `encoding` (gzip, deflate
+    = zlib-wrapped as HTTP means it, raw-deflate as some servers send it). 200 MB of zeros
+    compress to about 200 KB; the input is fed a megabyte at a time so building it stays small."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, _WBITS[encoding])
+    parts = [packer.compress(prefix)]
+    left = inflated_bytes - len(prefix)
+    zeros = bytes(_BLOCK)
+    while left > 0:
+        parts.append(packer.compress(zeros[: min(left, _BLOCK)]))
+        left -= _BLOCK
+    parts.append(packer.flush())
+    return b"".join(parts)
+
+
+def compressed(encoding: str, data: bytes) -> bytes:
+    """`data` compressed as `encoding` (gzip, deflate, raw-deflate): an honest compressed body."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS[encoding])
+    return packer.compress(data) + packer.flush()

@@ -10,17 +10,20 @@ _BLOCK = 1 << 20
 
 
 @functools.cache
-def bomb(encoding: str, inflated_bytes: int, *, prefix: bytes = b"") -> bytes:
-    """`prefix` then zero bytes up to `inflated_bytes`, compressed as `encoding` (gzip, deflate
-    = zlib-wrapped as HTTP means it, raw-deflate as some servers send it). 200 MB of zeros
-    compress to about 200 KB; the input is fed a megabyte at a time so building it stays small."""
+def bomb(encoding: str, inflated_bytes: int, *, prefix: bytes = b"", suffix: bytes = b"",
+         fill: bytes = b"\0") -> bytes:
+    """`prefix`, then `fill` repeated up to `inflated_bytes`, then `suffix`, compressed as
+    `encoding` (gzip, deflate = zlib-wrapped as HTTP means it, raw-deflate as some servers send
+    it). 200 MB of one repeated byte compress to about 200 KB; the input is fed a megabyte at a
+    time so building it stays small."""
     packer = zlib.compressobj(9, zlib.DEFLATED, _WBITS[encoding])
     parts = [packer.compress(prefix)]
-    left = inflated_bytes - len(prefix)
-    zeros = bytes(_BLOCK)
+    left = inflated_bytes - len(prefix) - len(suffix)
+    block = fill * (_BLOCK // len(fill))
     while left > 0:
-        parts.append(packer.compress(zeros[: min(left, _BLOCK)]))
-        left -= _BLOCK
+        parts.append(packer.compress(block[: min(left, len(block))]))
+        left -= len(block)
+    parts.append(packer.compress(suffix))
     parts.append(packer.flush())
     return b"".join(parts)
 

@@ -6,7 +6,6 @@ import asyncio
 import codecs
 import functools
 import ipaddress
-import re
 from dataclasses import dataclass
 
 import httpx
@@ -15,15 +14,12 @@ import tldextract
 from firmsift.adapters.address_policy import Resolver, first_refused, resolve_addresses
 from firmsift.adapters.bounded_body import BodyLimits, UnreadableBody, read_body
 from firmsift.adapters.html_evidence import TITLE_CHARS, PageText, bounded, extract_page
+from firmsift.adapters.redirect_targets import DEFAULT_PORTS, host_of, is_host_name, next_url
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
-_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
-# Evidence URLs are bounded as the search APIs bound theirs (search_http.URL_CHARS).
-URL_CHARS = 2048
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 _HEADERS = {
     "User-Agent": "firmsift/0.1 (company classifier; reads homepages)",
     "Accept": "text/html,application/xhtml+xml;q=0.9",
@@ -88,7 +84,7 @@ class HomepageSearch:
 
     async def gather(self, domain: str) -> list[Evidence]:
         """One Evidence item: the page title and what the page says about itself."""
-        if not _is_host_name(domain):
+        if not is_host_name(domain):
             raise ProviderError(f"homepage: {domain!r} is not a host name")
         try:
             async with asyncio.timeout(self._total_timeout):
@@ -131,16 +127,16 @@ class HomepageSearch:
             location, html = await self._get(url)
             if location is None:
                 return _Page(url=url, html=html, left_for=tuple(left_for))
-            url = _next_url(url, location)
-            target = registrable_domain(_host(url))
+            url = next_url(url, location)
+            target = registrable_domain(host_of(url))
             if target != origin and target not in left_for:
                 left_for.append(target)
         raise ProviderError(f"homepage: more than {self._max_redirects} redirects from {domain}")
 
     async def _get(self, url: httpx.URL) -> tuple[str | None, str]:
         """(Location, "") for a redirect, (None, html) for a page; ProviderError otherwise."""
-        host = _host(url)
-        port = url.port or self._port or _DEFAULT_PORTS[url.scheme]
+        host = host_of(url)
+        port = url.port or self._port or DEFAULT_PORTS[url.scheme]
         address = await self._checked_address(host, port)
         target = httpx.URL(scheme=url.scheme, host=address, port=port, raw_path=url.raw_path)
         headers = {**_HEADERS, "Host": url.netloc.decode("ascii")}
@@ -218,44 +214,6 @@ class HomepageSearch:
                 snippet=bounded(" | ".join(parts), self._snippet_chars),
             )
         ]
-
-
-def _host(url: httpx.URL) -> str:
-    return url.raw_host.decode("ascii").lower()
-
-
-def _next_url(url: httpx.URL, location: str) -> httpx.URL:
-    """Where a redirect leads, or a ProviderError naming why it cannot be followed: not http(s),
-    malformed, no valid host or port, or longer than a URL evidence may carry."""
-    if len(location) > URL_CHARS:
-        raise ProviderError(f"homepage: {url} redirects to a URL over {URL_CHARS} characters")
-    try:
-        following = url.join(location.strip()).copy_with(fragment=None)
-        host, port = _host(following), following.port
-    except (httpx.InvalidURL, UnicodeError, ValueError):
-        raise ProviderError(f"homepage: {url} redirects to an invalid URL") from None
-    if following.scheme not in _DEFAULT_PORTS:
-        raise ProviderError(f"homepage: {url} redirects to a non-web URL ({following.scheme[:20]})")
-    if not (_is_host_name(host) or _is_ip(host)):
-        raise ProviderError(f"homepage: {url} redirects to a URL without a valid host")
-    if port is not None and not 0 < port < 65536:
-        raise ProviderError(f"homepage: {url} redirects to a URL with an invalid port")
-    if len(str(following)) > URL_CHARS:
-        raise ProviderError(f"homepage: {url} redirects to a URL over {URL_CHARS} characters")
-    return following
-
-
-def _is_host_name(host: str) -> bool:
-    """Letters, digits and hyphens in dot-separated labels of 1-63 characters, 253 in all."""
-    return len(host) <= 253 and all(_LABEL.fullmatch(label) for label in host.split("."))
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def _charset(response: httpx.Response) -> str:

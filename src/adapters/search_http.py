@@ -52,7 +52,6 @@ async def request_json(
     *,
     timeout: float,
     headers: Mapping[str, str] | None = None,
-    max_bytes: int = MAX_RESPONSE_BYTES,
     **kwargs: Any,
 ) -> Any:
     """Send one request and return its decoded JSON body.
@@ -61,7 +60,7 @@ async def request_json(
     status code and the exception type only, never from headers or response bodies, which
     could carry (or echo) the API key. Timeouts, lost connections, 408, 429 and 5xx are marked
     retryable, with the Retry-After the provider sent; anything else would fail the same again.
-    The body is streamed and inflated a piece at a time: more than `max_bytes` of it decoded,
+    The body is streamed and inflated a piece at a time: more than MAX_RESPONSE_BYTES of it decoded,
     or a compression bomb, is a ProviderError before it can fill memory."""
     try:
         async with asyncio.timeout(timeout):
@@ -73,7 +72,7 @@ async def request_json(
                 **kwargs,
             ) as response:
                 _raise_for_status(provider, response)
-                body = await read_body(response, BodyLimits(max_bytes), cut=False)
+                body = await read_body(response, BodyLimits(MAX_RESPONSE_BYTES), cut=False)
     except (httpx.TimeoutException, TimeoutError):
         raise ProviderError(f"{provider}: search timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as exc:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmsift.adapters import homepage_search
+from firmsift.adapters import homepage_search, redirect_targets
 from firmsift.adapters.brave_search import BraveSearch
 from firmsift.adapters.homepage_search import HomepageSearch, registrable_domain
 from firmsift.adapters.searxng_search import SearxngSearch
@@ -561,7 +561,7 @@ SHAPED_LOCATIONS = st.tuples(
                  SHAPED_LOCATIONS))
 def test_any_location_is_followed_to_a_web_url_or_refused(location: str) -> None:
     try:
-        target = homepage_search._next_url(httpx.URL("http://example.com/a/"), location)
+        target = redirect_targets.next_url(httpx.URL("http://example.com/a/"), location)
     except ProviderError as error:
         assert str(error).startswith("homepage: http://example.com/a/ redirects to ")
         return
@@ -569,4 +569,4 @@ def test_any_location_is_followed_to_a_web_url_or_refused(location: str) -> None
     assert target.port is None or 0 < target.port < 65536
     assert len(str(target)) <= 2048
     host = target.raw_host.decode("ascii")
-    assert homepage_search._is_host_name(host) or homepage_search._is_ip(host)
+    assert redirect_targets.is_host_name(host) or redirect_targets.is_ip(host)

@@ -5,27 +5,25 @@ from __future__ import annotations
 import asyncio
 import codecs
 import functools
-import http.cookiejar
 import ipaddress
-import re
 from dataclasses import dataclass
 
 import httpx
 import tldextract
 
 from firmsift.adapters.address_policy import Resolver, first_refused, resolve_addresses
+from firmsift.adapters.bounded_body import BodyLimits, UnreadableBody, read_body
 from firmsift.adapters.html_evidence import TITLE_CHARS, PageText, bounded, extract_page
+from firmsift.adapters.redirect_targets import DEFAULT_PORTS, host_of, is_host_name, next_url
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
-_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 _HEADERS = {
     "User-Agent": "firmsift/0.1 (company classifier; reads homepages)",
     "Accept": "text/html,application/xhtml+xml;q=0.9",
-    # Decompression could turn max_bytes on the wire into far more in memory.
+    # Asked for, not relied on: a server that compresses anyway is inflated within max_bytes.
     "Accept-Encoding": "identity",
     # One connection per request: connections are made to a pinned IP, and must never be
     # reused for another host name.
@@ -50,7 +48,10 @@ class HomepageSearch:
     Redirects are followed by hand (at most max_redirects) so that every hop is resolved and
     checked against the address policy, and the connection goes to the checked address (no
     second DNS lookup an attacker could answer differently). A redirect to another registrable
-    domain is recorded in the evidence. Reads stop after max_bytes; the whole fetch, both
+    domain is recorded in the evidence. A redirect that cannot be followed (not http(s), no
+    valid host or port, malformed) is a ProviderError. Reads stop after max_bytes of decoded
+    page, however the server compressed it (gzip and deflate are inflated a piece at a time;
+    a body inflating more than 100:1 or in another encoding is refused); the whole fetch, both
     schemes included, is bounded by total_timeout.
 
     `port` connects to that port instead of the scheme's default whenever a URL names none:
@@ -79,11 +80,11 @@ class HomepageSearch:
         self._allow_private = allow_private_addresses
         self._resolve = resolver or resolve_addresses
         self._port = port
-        self._client: httpx.AsyncClient | None = None
+        self._transport: httpx.AsyncHTTPTransport | None = None
 
     async def gather(self, domain: str) -> list[Evidence]:
         """One Evidence item: the page title and what the page says about itself."""
-        if not _HOSTNAME.fullmatch(domain):
+        if not is_host_name(domain):
             raise ProviderError(f"homepage: {domain!r} is not a host name")
         try:
             async with asyncio.timeout(self._total_timeout):
@@ -98,10 +99,10 @@ class HomepageSearch:
         return self._evidence(domain, page, text)
 
     async def aclose(self) -> None:
-        """Close the HTTP client, if one was created."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Close the HTTP transport, if one was created."""
+        if self._transport is not None:
+            await self._transport.aclose()
+            self._transport = None
 
     async def _fetch_either_scheme(self, domain: str) -> _Page:
         try:
@@ -126,38 +127,50 @@ class HomepageSearch:
             location, html = await self._get(url)
             if location is None:
                 return _Page(url=url, html=html, left_for=tuple(left_for))
-            url = _next_url(url, location)
-            target = registrable_domain(_host(url))
+            url = next_url(url, location)
+            target = registrable_domain(host_of(url))
             if target != origin and target not in left_for:
                 left_for.append(target)
         raise ProviderError(f"homepage: more than {self._max_redirects} redirects from {domain}")
 
     async def _get(self, url: httpx.URL) -> tuple[str | None, str]:
         """(Location, "") for a redirect, (None, html) for a page; ProviderError otherwise."""
-        host = _host(url)
-        port = url.port or self._port or _DEFAULT_PORTS[url.scheme]
+        host = host_of(url)
+        port = url.port or self._port or DEFAULT_PORTS[url.scheme]
         address = await self._checked_address(host, port)
         target = httpx.URL(scheme=url.scheme, host=address, port=port, raw_path=url.raw_path)
         headers = {**_HEADERS, "Host": url.netloc.decode("ascii")}
-        extensions = {"sni_hostname": host} if url.scheme == "https" else {}
+        extensions: dict[str, object] = {"timeout": httpx.Timeout(self._timeout).as_dict()}
+        if url.scheme == "https":
+            extensions["sni_hostname"] = host
+        request = httpx.Request("GET", target, headers=headers, extensions=extensions)
         try:
-            async with self._http().stream(
-                "GET", target, headers=headers, extensions=extensions, timeout=self._timeout
-            ) as response:
-                if response.status_code in _REDIRECTS:
-                    location = response.headers.get("location")
-                    if not location:
-                        raise ProviderError(f"homepage: {url} redirects without a Location")
-                    return location, ""
-                if not response.is_success:
-                    raise ProviderError(f"homepage: {url} answered HTTP {response.status_code}")
-                media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                if media_type not in _HTML_TYPES:
-                    raise ProviderError(f"homepage: {url} is not HTML ({media_type or 'no type'})")
-                body = await self._read_bounded(response)
-                return None, body.decode(_charset(response), errors="replace")
+            # The transport, not a client: a client parses every Location itself (even with
+            # redirects off) and raises on a hostile one before this code could judge it.
+            response = await self._http().handle_async_request(request)
+            try:
+                return await self._read(url, response)
+            finally:
+                await response.aclose()
         except httpx.TransportError as exc:
             raise _Unreachable(f"{type(exc).__name__} at {url}") from None
+
+    async def _read(self, url: httpx.URL, response: httpx.Response) -> tuple[str | None, str]:
+        if response.status_code in _REDIRECTS:
+            location = response.headers.get("location")
+            if not location:
+                raise ProviderError(f"homepage: {url} redirects without a Location")
+            return location, ""
+        if not response.is_success:
+            raise ProviderError(f"homepage: {url} answered HTTP {response.status_code}")
+        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type not in _HTML_TYPES:
+            raise ProviderError(f"homepage: {url} is not HTML ({media_type[:80] or 'no type'})")
+        try:
+            body = await read_body(response, BodyLimits(self._max_bytes), cut=True)
+        except UnreadableBody as exc:
+            raise ProviderError(f"homepage: {url} answered {exc}") from None
+        return None, body.decode(_charset(response), errors="replace")
 
     async def _checked_address(self, host: str, port: int) -> str:
         """The address to connect to, after refusing private ones (unless allowed)."""
@@ -178,27 +191,14 @@ class HomepageSearch:
             )
         return addresses[0]
 
-    async def _read_bounded(self, response: httpx.Response) -> bytes:
-        """At most max_bytes of the body; the rest is never read (the parser copes with a cut)."""
-        body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk[: self._max_bytes - len(body)]
-            if len(body) >= self._max_bytes:
-                break
-        return bytes(body)
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            no_cookies = http.cookiejar.CookieJar(
-                policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
+    def _http(self) -> httpx.AsyncHTTPTransport:
+        if self._transport is None:
+            # No client layer at all: no cookies, no redirects, no proxy from the environment
+            # (which would defeat connecting to the checked address).
+            self._transport = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_keepalive_connections=0)
             )
-            self._client = httpx.AsyncClient(
-                follow_redirects=False,
-                trust_env=False,  # a proxy would defeat connecting to the checked address
-                cookies=no_cookies,
-                limits=httpx.Limits(max_keepalive_connections=0),
-            )
-        return self._client
+        return self._transport
 
     def _evidence(self, domain: str, page: _Page, text: PageText) -> list[Evidence]:
         note = f"{domain} redirected to {', '.join(page.left_for)}" if page.left_for else ""
@@ -214,20 +214,6 @@ class HomepageSearch:
                 snippet=bounded(" | ".join(parts), self._snippet_chars),
             )
         ]
-
-
-def _host(url: httpx.URL) -> str:
-    return url.raw_host.decode("ascii").lower()
-
-
-def _next_url(url: httpx.URL, location: str) -> httpx.URL:
-    try:
-        following = url.join(location.strip())
-    except (httpx.InvalidURL, UnicodeError):
-        raise ProviderError(f"homepage: {url} redirects to an invalid URL") from None
-    if following.scheme not in _DEFAULT_PORTS or not following.raw_host:
-        raise ProviderError(f"homepage: {url} redirects to a non-web URL ({following.scheme})")
-    return following.copy_with(fragment=None)
 
 
 def _charset(response: httpx.Response) -> str:

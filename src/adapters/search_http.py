@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from firmsift.adapters.bounded_body import ACCEPT_ENCODING, BodyLimits, UnreadableBody, read_body
 from firmsift.adapters.html_evidence import bounded, text_from_fragment
 from firmsift.adapters.retrying import retry_after_seconds
 from firmsift.domain.errors import ProviderError
@@ -16,6 +18,8 @@ from firmsift.domain.model import Evidence
 SNIPPET_CHARS = 500
 TITLE_CHARS = 200
 URL_CHARS = 2048
+# Twenty results with their snippets are tens of kilobytes; anything near this is not a result list.
+MAX_RESPONSE_BYTES = 2_000_000
 _HINTS = {401: " (check the API key)", 403: " (check the API key)", 429: " (rate limited)"}
 
 
@@ -47,6 +51,7 @@ async def request_json(
     url: str,
     *,
     timeout: float,
+    headers: Mapping[str, str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Send one request and return its decoded JSON body.
@@ -54,10 +59,20 @@ async def request_json(
     Every failure becomes a ProviderError naming the provider. Messages are built from the
     status code and the exception type only, never from headers or response bodies, which
     could carry (or echo) the API key. Timeouts, lost connections, 408, 429 and 5xx are marked
-    retryable, with the Retry-After the provider sent; anything else would fail the same again."""
+    retryable, with the Retry-After the provider sent; anything else would fail the same again.
+    The body is streamed and inflated a piece at a time: more than MAX_RESPONSE_BYTES of it decoded,
+    or a compression bomb, is a ProviderError before it can fill memory."""
     try:
         async with asyncio.timeout(timeout):
-            response = await client.request(method, url, timeout=timeout, **kwargs)
+            async with client.stream(
+                method,
+                url,
+                timeout=timeout,
+                headers={"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})},
+                **kwargs,
+            ) as response:
+                _raise_for_status(provider, response)
+                body = await read_body(response, BodyLimits(MAX_RESPONSE_BYTES), cut=False)
     except (httpx.TimeoutException, TimeoutError):
         raise ProviderError(f"{provider}: search timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as exc:
@@ -66,18 +81,27 @@ async def request_json(
         raise ProviderError(
             f"{provider}: search request failed ({type(exc).__name__})", retryable=retryable
         ) from None
-    if not response.is_success:
-        status = response.status_code
-        retryable = status in (408, 429) or status >= 500
-        raise ProviderError(
-            f"{provider}: search answered HTTP {status}{_HINTS.get(status, '')}",
-            retryable=retryable,
-            retry_after=retry_after_seconds(response.headers) if retryable else None,
-        )
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        # httpx parses a redirect's Location even when not following it; a hostile one raises here.
+        raise ProviderError(f"{provider}: search request failed ({type(exc).__name__})") from None
+    except UnreadableBody as exc:
+        raise ProviderError(f"{provider}: search answered {exc}") from None
     try:
-        return response.json()
+        return json.loads(body)
     except ValueError:
         raise ProviderError(f"{provider}: search answered with a body that is not JSON") from None
+
+
+def _raise_for_status(provider: str, response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    status = response.status_code
+    retryable = status in (408, 429) or status >= 500
+    raise ProviderError(
+        f"{provider}: search answered HTTP {status}{_HINTS.get(status, '')}",
+        retryable=retryable,
+        retry_after=retry_after_seconds(response.headers) if retryable else None,
+    )
 
 
 def evidence_from_results(

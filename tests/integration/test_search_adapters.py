@@ -13,8 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from firmsift.adapters import homepage_search
+from firmsift.adapters import homepage_search, redirect_targets
 from firmsift.adapters.brave_search import BraveSearch
 from firmsift.adapters.homepage_search import HomepageSearch, registrable_domain
 from firmsift.adapters.searxng_search import SearxngSearch
@@ -479,3 +481,92 @@ def test_registrable_domain_uses_the_bundled_suffix_list(monkeypatch: pytest.Mon
     assert registrable_domain("WWW.Example.com.") == "example.com"
     assert registrable_domain("127.0.0.1") == "127.0.0.1"
     assert registrable_domain("intranet") == "intranet"
+
+
+# --- redirects that cannot be followed ----------------------------------------------------
+
+HOSTILE_LOCATIONS = [
+    ("javascript:alert(1)", "non-web URL (javascript)"),
+    ("data:text/html,<script>x</script>", "non-web URL (data)"),
+    ("https:127.0.0.1", "without a valid host"),
+    ("http://[::1", "invalid URL"),
+    ("http://[v1.x]/", "invalid URL"),
+    ("http://a.com:8o/", "invalid URL"),
+    ("http://a.com:\u00b2/", "invalid URL"),
+    ("\x7fhttp://a.com/", "invalid URL"),
+    ("https://a.com:99999/", "invalid port"),
+    ("http://a.com:0/", "invalid port"),
+    ("http://a b.com/", "without a valid host"),
+    ("http://ex%00.com/", "without a valid host"),
+    ("http://a..com/", "without a valid host"),
+    ("http://" + "a" * 64 + ".com/", "without a valid host"),
+    ("http://" + "a" * 70_000 + ".com/", "over 2048 characters"),
+    ("http://example.com/" + "p" * 3000, "over 2048 characters"),
+    ("http://\u4f8b\u3048.jp/", "test resolver does not know xn--r8jz45g.jp"),
+    ("http://xn--.com/", "without a valid host"),
+    ("http://2130706433/", "test resolver does not know 2130706433"),
+]
+
+
+@pytest.mark.parametrize(("location", "reason"), HOSTILE_LOCATIONS)
+async def test_redirects_that_cannot_be_followed_are_provider_errors(
+    homepage: Homepage, server: FakeSearchServer, location: str, reason: str
+) -> None:
+    server.add_redirect("example.com", "/", location)
+    with pytest.raises(ProviderError, match=f"^homepage: .*{re.escape(reason)}"):
+        await homepage().gather("example.com")
+
+
+async def test_a_same_scheme_location_without_slashes_is_a_relative_path(
+    homepage: Homepage, server: FakeSearchServer
+) -> None:
+    # As browsers read it (WHATWG URL): "http:127.0.0.1" from an http page is the path /127.0.0.1.
+    server.add_redirect("example.com", "/", "http:127.0.0.1")
+    server.add_html("example.com", "/127.0.0.1", "<title>Here</title>")
+    [evidence] = await homepage().gather("example.com")
+    assert evidence.url == "http://example.com/127.0.0.1"
+
+
+@pytest.mark.parametrize("location", ["javascript:alert(1)", "http://[::1", "http://xn--.com/", "data:,x"])
+async def test_search_api_redirect_to_a_hostile_location_is_a_provider_error(
+    api: Search, server: FakeSearchServer, location: str
+) -> None:
+    server.override = Reply(status=302, headers={"Location": location})
+    message = await failure_message(api)
+    assert "search request failed" in message or "search answered HTTP 302" in message
+
+
+LOCATION_PIECES = st.sampled_from(
+    ["http:", "https:", "//", "/", "[", "]", ":", "@", "%", "%25", ".", "..", "xn--", "\\", "?", "#",
+     "javascript:", "data:", "::1", "127.0.0.1", "example.com", "99999", "\u00b2", "\u0661", "\x00", " "]
+)
+
+
+SHAPED_LOCATIONS = st.tuples(
+    st.sampled_from(["http:", "https:", "HTTP:", "", "javascript:", "ftp:"]),
+    st.sampled_from(["//", "/", "", "\\\\"]),
+    st.one_of(
+        st.sampled_from(["example.com", "a.com", "127.0.0.1", "[::1]", "[fe80::1%25eth0]", "a b.com",
+                         "xn--.com", "\u4f8b\u3048.jp", "a..com", "-a.com", "user@a.com", ""]),
+        st.lists(st.one_of(LOCATION_PIECES, st.text(max_size=4)), max_size=4).map("".join),
+    ),
+    st.sampled_from(["", ":"]),
+    st.one_of(st.integers(-1, 200_000).map(str), st.text(max_size=3)),
+    st.one_of(st.just("/"), st.text(max_size=3), st.integers(0, 3000).map(lambda n: "/" + "p" * n)),
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(), st.lists(st.one_of(LOCATION_PIECES, st.text(max_size=5))).map("".join),
+                 SHAPED_LOCATIONS))
+def test_any_location_is_followed_to_a_web_url_or_refused(location: str) -> None:
+    try:
+        target = redirect_targets.next_url(httpx.URL("http://example.com/a/"), location)
+    except ProviderError as error:
+        assert str(error).startswith("homepage: http://example.com/a/ redirects to ")
+        return
+    assert target.scheme in ("http", "https")
+    assert target.port is None or 0 < target.port < 65536
+    assert len(str(target)) <= 2048
+    host = target.raw_host.decode("ascii")
+    assert redirect_targets.is_host_name(host) or redirect_targets.is_ip(host)

@@ -203,7 +203,8 @@ def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
             for name, value in reply.headers.items():
-                self.send_header(name, value)
+                # As UTF-8, so a test can send the non-ASCII header values a hostile server would.
+                self._headers_buffer.append(f"{name}: {value}\r\n".encode("utf-8", "surrogatepass"))
             if not reply.endless:
                 self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import html.parser
 import json
 import re
 from datetime import datetime, timezone
@@ -11,11 +12,23 @@ from typing import Any
 
 import pytest
 
+from firmsift.adapters.classifier_files import load_catalog
+from firmsift.adapters.memory_evaluation import FixedPricing, InMemorySnapshots
+from firmsift.adapters.memory_providers import ScriptedLLM
 from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
-from firmsift.domain.evaluation_run import CandidateSpec
+from firmsift.domain.evaluation_run import (
+    Candidate,
+    CandidateSpec,
+    Evaluation,
+    GatheredEvidence,
+    ReplayedEvidence,
+    evaluate,
+)
+from firmsift.domain.model import Evidence
 from firmsift.entrypoints import eval_figures as fig
 from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_report import render_html, render_markdown, summary_table, write_reports
+from firmsift.entrypoints.eval_report_html import CONTENT_SECURITY_POLICY
 from firmsift.entrypoints.eval_report_markdown import escape as md_escape
 
 HOSTILE_REASON = "</td><script>alert(1)</script>|x"
@@ -240,3 +253,45 @@ def test_views_cope_with_no_candidates() -> None:
     assert "disagreements: 0" in summary_table(document)
     assert "Every candidate gave the same verdict" in render_markdown(document)
     assert "<svg" in render_html(document)
+
+
+class _Attributes(html.parser.HTMLParser):
+    """Every attribute of every element of a page, as (tag, name, value)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found += [(tag, name, value or "") for name, value in attrs]
+
+
+@pytest.mark.anyio
+async def test_html_never_links_or_unescapes_hostile_evidence_urls() -> None:
+    """Evidence URLs are returned raw by the API; the report must not turn one into a live link."""
+
+    hostile_url = 'javascript:alert(document.domain)//"><script>alert(1)</script>'
+    snapshots = InMemorySnapshots()
+    snapshots.save("homepage", "evil.example", GatheredEvidence(
+        (Evidence(hostile_url, '"><img src=x onerror=alert(2)>', "data:text/html,<script>alert(3)</script>"),), 0.1))
+    reply = json.dumps({"is_cpg": True, "confidence": 4,
+                        "reasoning": f'See <a href="{hostile_url}">this</a> and {hostile_url}'})
+    catalog = load_catalog()["cpg"]
+    spec = CandidateSpec("alpha", "m", None, "cpg", catalog.prompt_version, "homepage")
+    run = Evaluation([LabelledDomain("evil.example", True)],
+                     [Candidate(spec, catalog, ScriptedLLM(reply),
+                                ReplayedEvidence(snapshots, "homepage", ["evil.example"]))], FixedPricing(0, 0))
+    outcomes = await evaluate(run)
+    page = render_html(report_document(
+        labels_file="labels.csv", labels=[LabelledDomain("evil.example", True)], evidence="replayed",
+        started_at=datetime(2026, 5, 1, tzinfo=timezone.utc), finished_at=datetime(2026, 5, 1, tzinfo=timezone.utc),
+        specs=[spec], outcomes=outcomes))
+
+    attributes = _Attributes()
+    attributes.feed(page)
+    links = [value for _, name, value in attributes.found if name in ("href", "src", "action", "formaction")]
+    assert links and all(link.startswith(("#", "http://", "https://")) for link in links), links
+    values = [value.lower() for tag, _, value in attributes.found if value != CONTENT_SECURITY_POLICY]
+    assert not any("javascript:" in value or "data:" in value for value in values)
+    assert "<script" not in page.lower() and "<img" not in page.lower()
+    assert html.escape(f'<a href="{hostile_url}">', quote=True) in page  # shown as text, escaped

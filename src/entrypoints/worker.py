@@ -15,6 +15,7 @@ from firmsift.domain.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job
+from firmsift.domain.outside_text import storable_error
 from firmsift.domain.process import Classification, process_job
 from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
 
@@ -144,7 +145,7 @@ class Worker:
             await self.replies.publish(job.reply_queue, json.dumps(job_document(job)), group_id=job.id, dedup_id=job.id)
         except QueueUnavailable as error:
             log.error("reply could not be published", extra={"job_id": job.id, "error": str(error)})
-            await self.classification.jobs.record_reply(job.id, sent=False, error=str(error))
+            await self.classification.jobs.record_reply(job.id, sent=False, error=storable_error(error))
             return
         await self.classification.jobs.record_reply(job.id, sent=True, error=None)
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from firmsift.domain.model import Answer, Classifier, Completion, Evidence, ResultStatus, Source
-from firmsift.domain.outside_text import storable_completion, storable_error, storable_evidence
+from firmsift.domain.outside_text import storable, storable_completion, storable_error, storable_evidence
 from firmsift.domain.parsing import ParseFailure, parse_verdict
 from firmsift.domain.prompt import answer_schema, build_prompt
 
@@ -55,4 +55,5 @@ async def ask_llm(
         return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
                       raw_output=verdict.raw, model=completion.model), completion
     return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
-                  reason=verdict.reason, raw_output=completion.text, model=completion.model), completion
+                  # JSON escapes (\u0000, \ud800) decode to what the clean raw text did not hold.
+                  reason=storable(verdict.reason), raw_output=completion.text, model=completion.model), completion

@@ -126,8 +126,8 @@ async def _save(job_id: str, result: DomainResult, answer: Answer | None, deps: 
                               error=f"the answer could not be stored: {error}")
         recorded = await deps.jobs.save_result(job_id, result, None)
     if not recorded:
-        log.warning("job finished meanwhile (dead-lettered); its result is not changed, the answer is cached",
-                    extra={"job_id": job_id, "domain": result.domain})
+        log.warning("job already finished (dead-lettered, or by another delivery): its results stay as "
+                    "reported, the answer is only cached", extra={"job_id": job_id, "domain": result.domain})
     return result
 
 

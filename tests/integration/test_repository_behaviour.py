@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import update
 
 from firmsift.adapters.memory_store import InMemoryStore
@@ -23,7 +25,7 @@ from firmsift.domain.model import (
     ResultStatus,
     Source,
 )
-from firmsift.domain.outside_text import UnstorableText
+from firmsift.domain.outside_text import UnstorableText, storable
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.postgres import postgres_engine
 
@@ -190,3 +192,25 @@ async def test_what_the_database_itself_refuses_is_unstorable_with_nothing_writt
         assert await store.get_answers(["a.com"], "cpg") == {}
         fine = answer("a.com", reason="Makes snacks - and drinks, é.")
         assert await store.save_result("j1", DomainResult.from_answer(fine, Source.LLM), fine) is True
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+def test_any_text_made_storable_is_stored_and_read_back_unchanged(backend: str, tmp_path: Path) -> None:
+    """The cleaning rule is exactly what the databases need: over all of Unicode (surrogates and
+    NUL included), what `storable` returns passes the store's check, is written and reads back."""
+    with migrated_engine(backend, tmp_path) as engine:
+        store = SqlStore(engine)
+        asyncio.run(store.create_job(job("j1", *(f"d{n}.com" for n in range(100)))))
+        used = iter(range(100))
+
+        @settings(max_examples=60, deadline=None)
+        @given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=50))
+        def round_trip(text: str) -> None:
+            domain = f"d{next(used)}.com"
+            clean = storable(text)
+            given_answer = answer(domain, reason=clean, raw_output=clean,
+                                  evidence=(Evidence(f"https://{domain}/{clean}", clean, clean),))
+            asyncio.run(store.save_result("j1", DomainResult.from_answer(given_answer, Source.LLM), given_answer))
+            assert asyncio.run(store.get_answers([domain], "cpg"))[domain] == given_answer
+
+        round_trip()

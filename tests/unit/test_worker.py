@@ -83,6 +83,14 @@ async def test_an_unwritable_reply_queue_is_recorded_and_never_blocks_the_job(pa
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
 
 
+async def test_a_reply_error_quoting_poison_is_recorded_storable(parts) -> None:
+    store, queue, replies, worker, _clock = parts
+    replies.fail_next_publish(QueueUnavailable("no such queue: te\x00am\ud800"))
+    await add_job(store, queue, "job-1", reply_queue="team")
+    await handle_one(queue, worker)
+    assert (await store.get_job("job-1")).reply_error == "no such queue: te\ufffdam\ufffd"
+
+
 async def test_a_failing_job_is_not_deleted_and_comes_back(parts) -> None:
     store, queue, _replies, worker, clock = parts
     await add_job(store, queue, "job-1")

@@ -139,7 +139,9 @@ class Worker:
         await self._delete(message)
 
     async def _reply(self, job: Job) -> None:
-        if job.reply_queue is None or job.reply_sent:
+        # Only a final state: a stale delivery ending after its job was redriven (PENDING again)
+        # leaves the reply to the new delivery.
+        if job.reply_queue is None or job.reply_sent or not job.status.finished:
             return
         try:
             await self.replies.publish(job.reply_queue, json.dumps(job_document(job)), group_id=job.id, dedup_id=job.id)

@@ -15,7 +15,7 @@ from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryReplyPublisher
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_migrations import upgrade
-from firmsift.adapters.sql_queue import SqlQueue
+from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from firmsift.domain.job_document import job_document
@@ -134,3 +134,42 @@ async def test_a_late_delivery_leaves_a_dead_lettered_job_as_its_caller_was_told
         final = job_document(await store.get_job(slow.id))
         assert final["status"] == "DONE" and [r["source"] for r in final["results"]] == ["cache"]
         assert json.loads(replies.published[-1].body) == final and len(llm.history) == 1
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_a_redriven_job_s_final_reply_is_not_swallowed_as_a_duplicate(backend: str, tmp_path: Path) -> None:
+    """The reply queue deduplicates for 5 minutes; the FAILED reply of a dead-lettered job and the
+    DONE reply after its redrive are two different documents and must both arrive, while the same
+    document published twice arrives once."""
+    with migrated_engine(backend, tmp_path) as engine:
+        clock = FakeClock()
+        work = SqlQueue(engine, "jobs", visibility_timeout=10, max_receives=2, clock=clock)
+        dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
+        team = SqlQueue(engine, "team", visibility_timeout=10, max_receives=None, clock=clock)
+        store = SqlStore(engine)
+        worker = Worker(work, SqlReplyPublisher(engine, clock=clock),
+                        Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                       llm=ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'),
+                                       catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
+                        WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
+                                     dead_letter_check_interval=0.05),
+                        dead_letters=dead)
+        failed = job(1)
+        await store.create_job(failed)
+        await dead.send(json.dumps({"job_id": failed.id}), group_id=failed.id, dedup_id=failed.id)
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(worker.watch_dead_letters(stop))
+        while (await dead.approximate_counts())["visible"] or not (await store.get_job(failed.id)).reply_sent:
+            await asyncio.sleep(0.01)
+        stop.set()
+        await watcher
+        await redrive_dead_lettered(store, work, limit=1)
+        [message] = await work.receive()
+        await worker.handle(message)
+        await store.record_reply(failed.id, sent=False, error=None)
+        await worker.handle(message)  # the same final document once more: deduplicated
+        statuses = []
+        while received := await team.receive():  # FIFO: the group's next message once this one is deleted
+            statuses += [json.loads(m.body)["status"] for m in received]
+            await team.delete(received[0].receipt)
+        assert statuses == ["FAILED", "DONE"]

@@ -12,6 +12,7 @@ from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryQueue, InMemoryReplyPublisher
 from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.errors import QueueUnavailable
+from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
@@ -52,7 +53,8 @@ async def test_a_finished_job_is_replied_to_then_deleted(parts) -> None:
     await handle_one(queue, worker)
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
     [reply] = replies.published
-    assert (reply.queue, reply.group_id, reply.dedup_id) == ("team", "job-1", "job-1")
+    assert (reply.queue, reply.group_id) == ("team", "job-1")
+    assert reply.dedup_id == reply_dedup_id("job-1", reply.body)  # per job and document
     document = json.loads(reply.body)
     assert document["status"] == "DONE" and [r["domain"] for r in document["results"]] == ["a.com", "b.com"]
     assert (await store.get_job("job-1")).reply_sent

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
+from firmsift.domain.outside_text import check_storable
 
 
 class InMemoryStore:
@@ -32,15 +33,23 @@ class InMemoryStore:
     async def release_idempotency_key(self, job_id: str) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], idempotency_key=None)
 
-    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
-        self.jobs[job_id] = replace(self.jobs[job_id], status=status, error=error)
-
-    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> None:
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None, *,
+                             only_from: Collection[JobStatus] | None = None) -> bool:
         job = self.jobs[job_id]
-        results = tuple(result if r.domain == result.domain else r for r in job.results)
-        self.jobs[job_id] = replace(job, results=results)
+        if only_from is not None and job.status not in only_from:
+            return False
+        self.jobs[job_id] = replace(job, status=status, error=error)
+        return True
+
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
+        check_storable(result, answer)  # refuse what the SQL stores refuse
         if answer is not None:
             self.answers[(answer.domain, answer.classifier)] = answer
+        job = self.jobs.get(job_id)
+        if job is None or job.status.finished:
+            return False
+        self.jobs[job_id] = replace(job, results=tuple(result if r.domain == result.domain else r for r in job.results))
+        return True
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], reply_sent=sent, reply_error=error)

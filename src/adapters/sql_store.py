@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy.exc import DataError
 
 from firmsift.adapters.sql_engine import in_transaction
 from firmsift.adapters.sql_tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.outside_text import UnstorableText, check_storable, storable_error
 
 T = TypeVar("T")
 
@@ -93,26 +95,47 @@ class SqlStore:
             update(jobs).where(jobs.c.id == job_id).values(idempotency_key=None, updated_at=time.time())
         ))
 
-    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
-        await self._run(lambda conn: conn.execute(
-            update(jobs).where(jobs.c.id == job_id).values(status=status.value, error=error, updated_at=time.time())
-        ))
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None, *,
+                             only_from: Collection[JobStatus] | None = None) -> bool:
+        query = update(jobs).where(jobs.c.id == job_id)
+        if only_from is not None:
+            # Compare-and-set in one statement: PostgreSQL re-checks the condition on the row
+            # version it waited for, SQLite runs one writer at a time.
+            query = query.where(jobs.c.status.in_([s.value for s in only_from]))
+        values = query.values(status=status.value, error=error, updated_at=time.time())
+        return await self._run(lambda conn: conn.execute(values).rowcount > 0)
 
-    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> None:
-        def work(conn: Connection) -> None:
-            conn.execute(
-                update(job_domains)
-                .where(job_domains.c.job_id == job_id, job_domains.c.domain == result.domain)
-                .values(
-                    status=result.status.value, source=result.source.value if result.source else None,
-                    answer=result.answer, confidence=result.confidence, reason=result.reason,
-                    evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
+        check_storable(result, answer)  # the same refusal on every backend, before any write
+
+        def work(conn: Connection) -> bool:
+            # FOR SHARE on the job row: a status change (set_job_status) waits for this save
+            # and this save for it, so a job finished by another writer takes no more results.
+            status = conn.execute(
+                select(jobs.c.status).where(jobs.c.id == job_id).with_for_update(read=True)
+            ).scalar_one_or_none()
+            recorded = status is not None and not JobStatus(status).finished
+            if recorded:
+                conn.execute(
+                    update(job_domains)
+                    .where(job_domains.c.job_id == job_id, job_domains.c.domain == result.domain)
+                    .values(
+                        status=result.status.value, source=result.source.value if result.source else None,
+                        answer=result.answer, confidence=result.confidence, reason=result.reason,
+                        evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
+                    )
                 )
-            )
             if answer is not None:
                 conn.execute(UPSERT_ANSWER, _answer_params(answer))
+            return recorded
 
-        await self._run(work)
+        try:
+            return await self._run(work)
+        except (UnicodeEncodeError, DataError) as error:
+            # What passed the check and the database still refused (e.g. a character outside
+            # a LATIN1 database's encoding): nothing was written, and the domain fails alone.
+            raise UnstorableText(f"the database refused the result of {result.domain}: "
+                                 f"{storable_error(getattr(error, 'orig', None) or error)}") from error
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         await self._run(lambda conn: conn.execute(

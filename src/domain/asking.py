@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from firmsift.domain.model import Answer, Classifier, Completion, Evidence, ResultStatus, Source
+from firmsift.domain.outside_text import storable, storable_completion, storable_error, storable_evidence
 from firmsift.domain.parsing import ParseFailure, parse_verdict
 from firmsift.domain.prompt import answer_schema, build_prompt
 
@@ -33,7 +34,10 @@ async def ask_llm(
 
     Never raises for a provider failure or unreadable output: the answer is FAILED with the
     reason, so one domain's failure stays that domain's. `slots` caps concurrent LLM calls.
+    Evidence, the completion and error messages come from outside: they are made storable
+    here, so a poison character cannot make the answer unsavable (and paid for again).
     """
+    evidence = storable_evidence(evidence)
     system, user = build_prompt(classifier, domain, evidence, marker)
 
     def answer(**outcome: object) -> Answer:
@@ -42,12 +46,14 @@ async def ask_llm(
 
     try:
         async with slots:
-            completion = await llm.complete(system, user, json_schema=answer_schema(classifier))
+            completion = storable_completion(await llm.complete(system, user, json_schema=answer_schema(classifier)))
     except Exception as error:  # noqa: BLE001 - failure isolation: this domain fails, the job goes on
-        return answer(status=ResultStatus.FAILED, error=f"LLM call failed: {error}", model=llm.model), None
+        return answer(status=ResultStatus.FAILED, error=f"LLM call failed: {storable_error(error)}",
+                      model=llm.model), None
     verdict = parse_verdict(completion.text, classifier.answer_field)
     if isinstance(verdict, ParseFailure):
         return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
                       raw_output=verdict.raw, model=completion.model), completion
     return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
-                  reason=verdict.reason, raw_output=completion.text, model=completion.model), completion
+                  # JSON escapes (\u0000, \ud800) decode to what the clean raw text did not hold.
+                  reason=storable(verdict.reason), raw_output=completion.text, model=completion.model), completion

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus
 from firmsift.domain.submit import job_message
 
 if TYPE_CHECKING:
@@ -33,9 +33,13 @@ async def fail_dead_lettered(messages: Iterable[QueueMessage], jobs: JobReposito
     for message in messages:
         job_id = job_id_of(message)
         job = await jobs.get_job(job_id) if job_id else None
-        if job is None or job.status in (JobStatus.DONE, JobStatus.FAILED):
+        if job is None or job.status.finished:
             continue
-        await jobs.set_job_status(job.id, JobStatus.FAILED, error=DEAD_LETTER_ERROR)
+        # Only an unfinished job: one that a (late) delivery finished since we looked keeps the
+        # state its caller was told. After this write no delivery changes the job (see save_result).
+        if not await jobs.set_job_status(job.id, JobStatus.FAILED, error=DEAD_LETTER_ERROR,
+                                         only_from=UNFINISHED_STATUSES):
+            continue
         updated = await jobs.get_job(job.id)
         if updated is not None:
             changed.append(updated)
@@ -50,7 +54,8 @@ async def redrive_dead_lettered(jobs: JobRepository, queue: WorkQueue, *, limit:
     window, which would silently drop the retry."""
     retried: list[str] = []
     for job in await jobs.list_failed_jobs(error=DEAD_LETTER_ERROR, limit=limit):
-        await jobs.set_job_status(job.id, JobStatus.PENDING)
+        if not await jobs.set_job_status(job.id, JobStatus.PENDING, only_from=(JobStatus.FAILED,)):
+            continue  # another redrive took it
         # The FAILED reply went out; the caller gets another one with the final result.
         await jobs.record_reply(job.id, sent=False, error=None)
         await queue.send(job_message(job.id), group_id=job.id, dedup_id=f"{job.id}:redrive:{uuid.uuid4().hex}")

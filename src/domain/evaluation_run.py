@@ -16,6 +16,7 @@ from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import Classifier, Completion, Evidence, KnownCompany, ResultStatus
+from firmsift.domain.outside_text import storable_completion, storable_error, storable_evidence
 from firmsift.domain.process import known_company, known_company_reason
 from firmsift.domain.prompt import answer_schema, build_prompt
 from firmsift.domain.submit import utc_now
@@ -84,9 +85,9 @@ class LiveEvidence:
     async def _gather(self, domain: str) -> GatheredEvidence:
         started = self.clock()
         try:
-            found = GatheredEvidence(tuple(await self.search.gather(domain)), self.clock() - started)
+            found = GatheredEvidence(tuple(storable_evidence(await self.search.gather(domain))), self.clock() - started)
         except Exception as error:  # noqa: BLE001 - as in the worker: carry on without evidence
-            found = GatheredEvidence((), self.clock() - started, error=str(error))
+            found = GatheredEvidence((), self.clock() - started, error=storable_error(error))
         if self.record_to is not None:
             self.record_to.save(self.provider, domain, found)
         return found
@@ -226,7 +227,8 @@ class _TimedCachingLLM:
                               completion_tokens=cached.completion_tokens)
         started = self._clock()
         try:
-            completion = await self._llm.complete(system, user, json_schema=json_schema)
+            # Storable before it is cached: the cache file must be able to hold it.
+            completion = storable_completion(await self._llm.complete(system, user, json_schema=json_schema))
         finally:
             self.seconds = self._clock() - started
         self.fresh = completion

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from firmsift.domain.model import DomainResult, Job
@@ -18,6 +19,13 @@ def job_document(job: Job) -> dict[str, Any]:
     if job.error:
         document["error"] = job.error
     return document
+
+
+def reply_dedup_id(job_id: str, body: str) -> str:
+    """The deduplication id of a reply: the same document published twice (a repeated reply) is
+    one message, while a later, different final state of the job (after `firmsift dlq redrive`)
+    is a new one that a queue's 5-minute deduplication window must not swallow."""
+    return f"{job_id}:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
 
 def accepted_document(job: Job) -> dict[str, Any]:

@@ -13,6 +13,15 @@ class JobStatus(str, enum.Enum):
     DONE = "DONE"
     FAILED = "FAILED"
 
+    @property
+    def finished(self) -> bool:
+        """DONE or FAILED: the caller has been (or is being) told, so the job's results are final
+        until an explicit redrive puts it back to PENDING."""
+        return self in (JobStatus.DONE, JobStatus.FAILED)
+
+
+UNFINISHED_STATUSES = (JobStatus.PENDING, JobStatus.RUNNING)
+
 
 class ResultStatus(str, enum.Enum):
     PENDING = "PENDING"

@@ -16,7 +16,18 @@ from firmsift.domain.asking import ask_llm
 from firmsift.domain.background import alongside
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
-from firmsift.domain.model import Answer, Classifier, DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.model import (
+    UNFINISHED_STATUSES,
+    Answer,
+    Classifier,
+    DomainResult,
+    Job,
+    JobStatus,
+    KnownCompany,
+    ResultStatus,
+    Source,
+)
+from firmsift.domain.outside_text import UnstorableText
 from firmsift.domain.submit import utc_now
 
 if TYPE_CHECKING:
@@ -60,13 +71,15 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
     job = await deps.jobs.get_job(job_id)
     if job is None:
         return None
-    if job.status in (JobStatus.DONE, JobStatus.FAILED):
+    if job.status.finished:
         return job
     classifier = deps.catalog.get(job.classifier)
     if classifier is None:
-        await deps.jobs.set_job_status(job.id, JobStatus.FAILED, error=f"classifier {job.classifier!r} is not configured")
+        await deps.jobs.set_job_status(job.id, JobStatus.FAILED, error=f"classifier {job.classifier!r} is not configured",
+                                       only_from=UNFINISHED_STATUSES)
         return await deps.jobs.get_job(job.id)
-    await deps.jobs.set_job_status(job.id, JobStatus.RUNNING)
+    if not await deps.jobs.set_job_status(job.id, JobStatus.RUNNING, only_from=UNFINISHED_STATUSES):
+        return await deps.jobs.get_job(job.id)  # finished since we looked (dead-lettered meanwhile)
     pending = [d for d in job.domains if job.result_for(d).status is ResultStatus.PENDING]
     known = await deps.known.find_known(with_parents(pending)) if classifier.uses_known_companies else {}
     cached = await deps.answers.get_answers(pending, classifier.name)
@@ -75,9 +88,9 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
     async def run(domain: str) -> None:
         async with slots:
             result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps)
-            await deps.jobs.save_result(job.id, result, answer)
+            result = await _save(job.id, result, answer, deps)
             if answer is not None and deps.leases is not None:
-                # Only now that the answer is stored may another worker look for it.
+                # Only now that the answer is stored (or refused) may another worker look for it.
                 await deps.leases.release(domain, classifier.name, deps.lease_holder)
             deps.on_result(result)
             log.info("domain answered", extra={"job_id": job.id, "domain": domain, "status": result.status.value,
@@ -92,8 +105,30 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
     finished = await deps.jobs.get_job(job.id)
     assert finished is not None
     all_failed = all(r.status is ResultStatus.FAILED for r in finished.results)
-    await deps.jobs.set_job_status(job.id, JobStatus.FAILED if all_failed else JobStatus.DONE)
+    # Only from RUNNING: a job failed by dead-lettering while this (late) delivery ran stays as
+    # its caller was told; a redriven one (PENDING again) is finished by its new delivery.
+    await deps.jobs.set_job_status(job.id, JobStatus.FAILED if all_failed else JobStatus.DONE,
+                                   only_from=(JobStatus.RUNNING,))
     return await deps.jobs.get_job(job.id)
+
+
+async def _save(job_id: str, result: DomainResult, answer: Answer | None, deps: Classification) -> DomainResult:
+    """Store the domain's result (and answer); the result as stored. A result the store refuses
+    fails its domain alone, and that failure is recorded: a redelivery then skips the domain
+    instead of paying for the same unstorable answer again."""
+    try:
+        recorded = await deps.jobs.save_result(job_id, result, answer)
+    except UnstorableText as error:
+        log.error("result could not be stored; its domain fails", extra={"job_id": job_id, "domain": result.domain,
+                                                                          "error": str(error)})
+        result = DomainResult(domain=result.domain, status=ResultStatus.FAILED,
+                              source=Source.LLM if result.source is Source.CACHE else result.source,
+                              error=f"the answer could not be stored: {error}")
+        recorded = await deps.jobs.save_result(job_id, result, None)
+    if not recorded:
+        log.warning("job already finished (dead-lettered, or by another delivery): its results stay as "
+                    "reported, the answer is only cached", extra={"job_id": job_id, "domain": result.domain})
+    return result
 
 
 async def _answer_domain(
@@ -123,7 +158,10 @@ async def _answer_domain(
     )
     if leader and asked:
         return DomainResult.from_answer(answer, Source.LLM), answer
-    return DomainResult.from_answer(answer, Source.CACHE), None
+    # Shared with another job: a stored answer is reused from the cache, but a shared call that
+    # failed is that LLM call's failure (FAILED answers are never cached answers).
+    shared = Source.CACHE if answer.status is ResultStatus.DONE else Source.LLM
+    return DomainResult.from_answer(answer, shared), None
 
 
 async def _ask_once(domain: str, classifier: Classifier, deps: Classification) -> tuple[Answer, bool]:

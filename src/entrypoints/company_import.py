@@ -7,6 +7,7 @@ from pathlib import Path
 
 from firmsift.domain.model import KnownCompany
 from firmsift.domain.normalize import DomainRejected, normalize_domain
+from firmsift.domain.outside_text import storable
 from firmsift.entrypoints.csv_files import read_csv_records
 
 
@@ -33,4 +34,4 @@ def _read_row(line: int, record: dict[str, str], rows: CompanyRows) -> None:
     except DomainRejected as rejected:
         rows.problems.append(f"line {line}: domain {raw!r} {rejected}")
         return
-    rows.companies[domain] = KnownCompany(domain=domain, name=name)
+    rows.companies[domain] = KnownCompany(domain=domain, name=storable(name))

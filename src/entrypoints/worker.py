@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from firmsift.domain.background import alongside
 from firmsift.domain.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
-from firmsift.domain.job_document import job_document
+from firmsift.domain.job_document import job_document, reply_dedup_id
 from firmsift.domain.model import Job
+from firmsift.domain.outside_text import storable_error
 from firmsift.domain.process import Classification, process_job
 from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
 
@@ -138,13 +139,16 @@ class Worker:
         await self._delete(message)
 
     async def _reply(self, job: Job) -> None:
-        if job.reply_queue is None or job.reply_sent:
+        # Only a final state: a stale delivery ending after its job was redriven (PENDING again)
+        # leaves the reply to the new delivery.
+        if job.reply_queue is None or job.reply_sent or not job.status.finished:
             return
         try:
-            await self.replies.publish(job.reply_queue, json.dumps(job_document(job)), group_id=job.id, dedup_id=job.id)
+            body = json.dumps(job_document(job))
+            await self.replies.publish(job.reply_queue, body, group_id=job.id, dedup_id=reply_dedup_id(job.id, body))
         except QueueUnavailable as error:
             log.error("reply could not be published", extra={"job_id": job.id, "error": str(error)})
-            await self.classification.jobs.record_reply(job.id, sent=False, error=str(error))
+            await self.classification.jobs.record_reply(job.id, sent=False, error=storable_error(error))
             return
         await self.classification.jobs.record_reply(job.id, sent=True, error=None)
 

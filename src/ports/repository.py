@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Protocol
 
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
@@ -21,11 +21,19 @@ class JobRepository(Protocol):
         """Forget the job's idempotency key, so a retry with that key makes a new job (used when
         the job could not be queued and its caller was told to try again)."""
 
-    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None) -> None: ...
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None, *,
+                             only_from: Collection[JobStatus] | None = None) -> bool:
+        """Set the job's status and error. With `only_from`, only if its status is one of those,
+        decided atomically (a compare-and-set: of two racing writers one wins). True when set."""
 
-    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> None:
-        """Record one domain's result in the job and, when given, upsert the cached answer
-        on (domain, classifier), both in one transaction."""
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
+        """Record one domain's result in the job and, when given, upsert the cached answer on
+        (domain, classifier), both in one transaction; True when the job's result was recorded.
+
+        A finished job (DONE or FAILED) keeps the results its caller was told: only the answer
+        is stored (it was paid for) and False is returned. Serialized with set_job_status, so no
+        result lands in a job after the write that finished it. Raises UnstorableText, with
+        nothing written, when a text cannot be stored (see domain.outside_text)."""
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None: ...
 

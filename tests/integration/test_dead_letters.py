@@ -15,12 +15,14 @@ from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryReplyPublisher
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_migrations import upgrade
-from firmsift.adapters.sql_queue import SqlQueue
+from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
+from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
@@ -78,3 +80,96 @@ async def test_dead_lettered_jobs_fail_reply_and_can_be_redriven(tmp_path: Path)
     finals = [json.loads(r.body) for r in replies.published if json.loads(r.body)["job_id"] in retried]
     assert sorted(d["status"] for d in finals) == ["DONE"] * 5 + ["FAILED"] * 5
     engine.dispose()
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_a_late_delivery_leaves_a_dead_lettered_job_as_its_caller_was_told(backend: str, tmp_path: Path) -> None:
+    """Issue 10's flip: a job is dead-lettered (FAILED, reply sent) while a stale delivery still
+    waits for the LLM. When that answer comes, GET and the reply still agree (FAILED, no result
+    added), no domain claims a cached answer, and the paid answer waits in the cache for the redrive."""
+    with migrated_engine(backend, tmp_path) as engine:
+        clock = FakeClock()
+        work = SqlQueue(engine, "jobs", visibility_timeout=10, max_receives=2, clock=clock)
+        dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
+        store = SqlStore(engine)
+        replies = InMemoryReplyPublisher()
+        llm = ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "ok"}', delay=0.5)
+        worker = Worker(work, replies,
+                        Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                                       catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
+                        WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
+                                     dead_letter_check_interval=0.05),
+                        dead_letters=dead)
+        slow = job(1)
+        await store.create_job(slow)
+        await work.send(json.dumps({"job_id": slow.id}), group_id=slow.id, dedup_id=slow.id)
+        [message] = await work.receive()
+        late = asyncio.create_task(worker.handle(message))
+        for _ in range(200):
+            if llm.in_flight:
+                break
+            await asyncio.sleep(0.01)
+        # Meanwhile its message went through its receives and into the dead-letter queue.
+        await dead.send(json.dumps({"job_id": slow.id}), group_id=slow.id, dedup_id=slow.id)
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(worker.watch_dead_letters(stop))
+        for _ in range(200):
+            if replies.published:
+                break
+            await asyncio.sleep(0.01)
+        stop.set()
+        await watcher
+        assert llm.in_flight == 1  # the caller was told while the stale delivery still waited
+        await late
+
+        shown = job_document(await store.get_job(slow.id))
+        assert shown["status"] == "FAILED" and shown["error"] == DEAD_LETTER_ERROR
+        assert all(json.loads(r.body) == shown for r in replies.published)  # GET and every reply agree
+        assert all(r["source"] != "cache" for r in shown["results"])
+        assert (await store.get_answers(["d1.com"], "cpg"))["d1.com"].answer is True  # paid for, kept
+
+        assert await redrive_dead_lettered(store, work, limit=1) == [slow.id]
+        [again] = await work.receive()
+        await worker.handle(again)
+        final = job_document(await store.get_job(slow.id))
+        assert final["status"] == "DONE" and [r["source"] for r in final["results"]] == ["cache"]
+        assert json.loads(replies.published[-1].body) == final and len(llm.history) == 1
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_a_redriven_job_s_final_reply_is_not_swallowed_as_a_duplicate(backend: str, tmp_path: Path) -> None:
+    """The reply queue deduplicates for 5 minutes; the FAILED reply of a dead-lettered job and the
+    DONE reply after its redrive are two different documents and must both arrive, while the same
+    document published twice arrives once."""
+    with migrated_engine(backend, tmp_path) as engine:
+        clock = FakeClock()
+        work = SqlQueue(engine, "jobs", visibility_timeout=10, max_receives=2, clock=clock)
+        dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
+        team = SqlQueue(engine, "team", visibility_timeout=10, max_receives=None, clock=clock)
+        store = SqlStore(engine)
+        worker = Worker(work, SqlReplyPublisher(engine, clock=clock),
+                        Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                       llm=ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'),
+                                       catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
+                        WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
+                                     dead_letter_check_interval=0.05),
+                        dead_letters=dead)
+        failed = job(1)
+        await store.create_job(failed)
+        await dead.send(json.dumps({"job_id": failed.id}), group_id=failed.id, dedup_id=failed.id)
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(worker.watch_dead_letters(stop))
+        while (await dead.approximate_counts())["visible"] or not (await store.get_job(failed.id)).reply_sent:
+            await asyncio.sleep(0.01)
+        stop.set()
+        await watcher
+        await redrive_dead_lettered(store, work, limit=1)
+        [message] = await work.receive()
+        await worker.handle(message)
+        await store.record_reply(failed.id, sent=False, error=None)
+        await worker.handle(message)  # the same final document once more: deduplicated
+        statuses = []
+        while received := await team.receive():  # FIFO: the group's next message once this one is deleted
+            statuses += [json.loads(m.body)["status"] for m in received]
+            await team.delete(received[0].receipt)
+        assert statuses == ["FAILED", "DONE"]

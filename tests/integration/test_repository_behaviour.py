@@ -8,9 +8,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import update
 
 from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.sql_tables import jobs
 from firmsift.domain.model import (
     Answer,
     DomainResult,
@@ -21,7 +25,9 @@ from firmsift.domain.model import (
     ResultStatus,
     Source,
 )
+from firmsift.domain.outside_text import UnstorableText, storable
 from tests.support.databases import SQL_BACKENDS, migrated_engine
+from tests.support.postgres import postgres_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
@@ -114,3 +120,97 @@ async def test_known_companies_upsert_idempotently(store) -> None:
     found = await store.find_known(["a.com", "b.com", "c.com"])
     assert found == {"a.com": KnownCompany("a.com", "A Inc"), "b.com": KnownCompany("b.com", "")}
     assert await store.find_known([]) == {}
+
+
+@pytest.mark.parametrize("poison", ["\x00", "\ud800"])
+@pytest.mark.parametrize("field", ["raw_output", "reason", "evidence"])
+async def test_an_unstorable_text_is_refused_with_nothing_written(store, poison: str, field: str) -> None:
+    await store.create_job(job())
+    changes = ({"evidence": (Evidence("https://a.com/", f"About{poison}"),)} if field == "evidence"
+               else {field: f"text{poison}"})
+    bad = answer("a.com", **changes)
+    with pytest.raises(UnstorableText, match="a.com"):
+        await store.save_result("j1", DomainResult.from_answer(bad, Source.LLM), bad)
+    assert (await store.get_job("j1")).result_for("a.com").status is ResultStatus.PENDING
+    assert await store.get_answers(["a.com"], "cpg") == {}
+
+
+async def test_a_status_change_can_be_conditional(store) -> None:
+    await store.create_job(job())
+    assert await store.set_job_status("j1", JobStatus.RUNNING, only_from=(JobStatus.PENDING, JobStatus.RUNNING))
+    assert await store.set_job_status("j1", JobStatus.FAILED, error="dead-lettered",
+                                      only_from=(JobStatus.PENDING, JobStatus.RUNNING))
+    assert not await store.set_job_status("j1", JobStatus.DONE, only_from=(JobStatus.RUNNING,))
+    stored = await store.get_job("j1")
+    assert (stored.status, stored.error) == (JobStatus.FAILED, "dead-lettered")
+    assert await store.set_job_status("j1", JobStatus.PENDING)  # unconditional, as before
+
+
+@pytest.mark.parametrize("final", [JobStatus.FAILED, JobStatus.DONE])
+async def test_a_finished_job_keeps_its_results_but_the_answer_is_cached(store, final: JobStatus) -> None:
+    await store.create_job(job())
+    await store.set_job_status("j1", final)
+    late = answer("a.com")
+    assert await store.save_result("j1", DomainResult.from_answer(late, Source.LLM), late) is False
+    assert (await store.get_job("j1")).result_for("a.com").status is ResultStatus.PENDING
+    assert (await store.get_answers(["a.com"], "cpg")) == {"a.com": late}  # paid for: kept for the next job
+    await store.set_job_status("j1", JobStatus.RUNNING)  # redriven
+    assert await store.save_result("j1", DomainResult.from_answer(late, Source.CACHE), None) is True
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_a_save_racing_the_write_that_finishes_the_job_waits_for_it(backend: str, tmp_path: Path) -> None:
+    """The dead-letter drain marks a job FAILED in a transaction while a late delivery saves a
+    result: the save must see the committed FAILED (and leave the job alone), not the RUNNING
+    it would read from before that transaction committed."""
+    with migrated_engine(backend, tmp_path) as engine:
+        store = SqlStore(engine)
+        await store.create_job(job())
+        await store.set_job_status("j1", JobStatus.RUNNING)
+        late = answer("a.com")
+        with engine.connect() as drain:
+            drain.execute(update(jobs).where(jobs.c.id == "j1").values(status=JobStatus.FAILED.value))
+            saving = asyncio.create_task(store.save_result("j1", DomainResult.from_answer(late, Source.LLM), late))
+            await asyncio.sleep(0.5)
+            assert not saving.done()  # waiting for the drain's transaction
+            drain.commit()
+        assert await saving is False
+        assert (await store.get_job("j1")).result_for("a.com").status is ResultStatus.PENDING
+        assert "a.com" in await store.get_answers(["a.com"], "cpg")
+
+
+async def test_what_the_database_itself_refuses_is_unstorable_with_nothing_written() -> None:
+    """A legacy LATIN1 PostgreSQL database cannot hold an em dash, which models write often:
+    the store passes its own check, the database refuses, and the caller gets UnstorableText."""
+    with postgres_engine(encoding="LATIN1") as engine:
+        store = SqlStore(engine)
+        await store.create_job(job())
+        bad = answer("a.com", reason="Makes snacks \N{EM DASH} and drinks.")
+        with pytest.raises(UnstorableText, match="database refused the result of a.com"):
+            await store.save_result("j1", DomainResult.from_answer(bad, Source.LLM), bad)
+        assert (await store.get_job("j1")).result_for("a.com").status is ResultStatus.PENDING
+        assert await store.get_answers(["a.com"], "cpg") == {}
+        fine = answer("a.com", reason="Makes snacks - and drinks, é.")
+        assert await store.save_result("j1", DomainResult.from_answer(fine, Source.LLM), fine) is True
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+def test_any_text_made_storable_is_stored_and_read_back_unchanged(backend: str, tmp_path: Path) -> None:
+    """The cleaning rule is exactly what the databases need: over all of Unicode (surrogates and
+    NUL included), what `storable` returns passes the store's check, is written and reads back."""
+    with migrated_engine(backend, tmp_path) as engine:
+        store = SqlStore(engine)
+        asyncio.run(store.create_job(job("j1", *(f"d{n}.com" for n in range(100)))))
+        used = iter(range(100))
+
+        @settings(max_examples=60, deadline=None)
+        @given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=50))
+        def round_trip(text: str) -> None:
+            domain = f"d{next(used)}.com"
+            clean = storable(text)
+            given_answer = answer(domain, reason=clean, raw_output=clean,
+                                  evidence=(Evidence(f"https://{domain}/{clean}", clean, clean),))
+            asyncio.run(store.save_result("j1", DomainResult.from_answer(given_answer, Source.LLM), given_answer))
+            assert asyncio.run(store.get_answers([domain], "cpg"))[domain] == given_answer
+
+        round_trip()

@@ -26,9 +26,10 @@ def admin_url() -> str:
 
 
 @contextmanager
-def postgres_engine(*, migrate: bool = True) -> Iterator[Engine]:
+def postgres_engine(*, migrate: bool = True, encoding: str | None = None) -> Iterator[Engine]:
     """An engine on a new database `firmsift_test_<random>` (migrated unless `migrate` is
-    False), dropped with every connection to it when the block ends."""
+    False; in `encoding`, e.g. a legacy LATIN1 database, when given), dropped with every
+    connection to it when the block ends."""
     admin = create_engine(
         database_url(admin_url()), isolation_level="AUTOCOMMIT", poolclass=NullPool,
         connect_args={"connect_timeout": 5},
@@ -36,7 +37,9 @@ def postgres_engine(*, migrate: bool = True) -> Iterator[Engine]:
     name = f"firmsift_test_{uuid.uuid4().hex[:16]}"
     try:
         with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+            # Another encoding than the template's needs template0 and a locale that fits any (C).
+            options = f" ENCODING '{encoding}' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'" if encoding else ""
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"{options}')
     except OperationalError as exc:
         admin.dispose()
         _unreachable(exc)

@@ -189,3 +189,31 @@ async def test_a_resumed_recording_searches_only_what_is_missing_or_failed() -> 
     await evaluate(Evaluation(LABELS, [candidate("one", llm, LiveEvidence(search, "s", snapshots))], FixedPricing(0, 0)))
     assert sorted(search.queries) == ["bank.com", "soap.com"]
     assert "old" in next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)
+
+
+class _PoisonSearch:
+    name = "poison"
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        return [Evidence(f"https://{domain}/\ud800", "Snacks\x00", "crisps \udcff")]
+
+
+async def test_poison_evidence_and_answers_are_recorded_and_cached_storable(tmp_path) -> None:
+    """The recording and the completion cache are UTF-8 files: a lone surrogate from a page or a
+    model must not stop the run (a cache that cannot be written stops it) or fail the domain."""
+    from firmsift.adapters.completion_cache_file import CompletionCacheFile
+    from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
+
+    snapshots, cache = SnapshotFiles(tmp_path / "evidence"), CompletionCacheFile(tmp_path / "completions.jsonl")
+    llm = ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "Crisps \\ud800"}\ud800')
+    evidence = LiveEvidence(_PoisonSearch(), "poison", snapshots)
+    [outcome] = (await evaluate(Evaluation(LABELS[:1], [candidate("one", llm, evidence)], FixedPricing(0, 0),
+                                           cache=cache)))["one"]
+    assert outcome.kind is OutcomeKind.ANSWERED and outcome.verdict == "yes"
+    recorded = SnapshotFiles(tmp_path / "evidence").load("poison")["snacks.com"].evidence
+    assert recorded == (Evidence("https://snacks.com/\ufffd", "Snacks\ufffd", "crisps \ufffd"),)
+    again = ScriptedLLM(YES)
+    replayed = ReplayedEvidence(SnapshotFiles(tmp_path / "evidence"), "poison", ["snacks.com"])
+    [rerun] = (await evaluate(Evaluation(LABELS[:1], [candidate("one", again, replayed)], FixedPricing(0, 0),
+                                         cache=CompletionCacheFile(tmp_path / "completions.jsonl"))))["one"]
+    assert again.history == [] and rerun.from_cache and rerun.verdict == "yes"  # the answer was cached

@@ -7,10 +7,13 @@ import pytest
 
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory_queue import InMemoryQueue
 from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, fail_dead_lettered, redrive_dead_lettered
 from firmsift.domain.errors import ProviderError
-from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
 from firmsift.domain.process import Classification, process_job
+from firmsift.ports.queue import QueueMessage
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
@@ -246,3 +249,124 @@ async def test_an_answer_stored_by_another_worker_after_the_cache_look_is_not_as
     assert job.results[0].source is Source.CACHE and job.results[0].reason == "old"
     if with_leases:
         assert deps.leases.held == {}  # the lease taken to ask was given back at once
+
+
+class _PoisonSearch:
+    """Search results as the web may return them: NUL and lone surrogates in URL and title."""
+
+    name = "poison"
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        return [Evidence(url=f"https://{domain}/\ud800", title="Snacks\x00", snippet="crisps \udcff")]
+
+
+# Raw NUL and surrogate in the text, and JSON escapes that decode to them inside the reason.
+POISON = '{"is_cpg": true, "confidence": 4, "reasoning": "Crisps \\u0000 and \\ud800 dips \ud800"}\x00'
+
+
+async def test_a_poison_answer_and_evidence_are_stored_cleaned_and_paid_for_once() -> None:
+    llm = ScriptedLLM(YES, by_domain={"poison.com": POISON})
+    store, deps = make(llm=llm, search=_PoisonSearch())
+    await add_job(store, "poison.com", "a.com")
+    job = await process_job("job-1", deps)
+    assert job.status is JobStatus.DONE
+    poisoned = job.result_for("poison.com")
+    assert (poisoned.status, poisoned.answer, poisoned.source) == (ResultStatus.DONE, True, Source.LLM)
+    assert poisoned.reason == "Crisps \ufffd and \ufffd dips \ufffd"
+    assert poisoned.evidence == (Evidence("https://poison.com/\ufffd", "Snacks\ufffd", "crisps \ufffd"),)
+    stored = store.answers[("poison.com", "cpg")]
+    assert stored.raw_output is not None and stored.raw_output.endswith("\ufffd\"}\ufffd")
+    assert job.result_for("a.com").status is ResultStatus.DONE
+    await store.set_job_status("job-1", JobStatus.RUNNING)  # as if redelivered before it was acknowledged
+    await process_job("job-1", deps)
+    assert llm.calls_about("poison.com") == 1 and llm.calls_about("a.com") == 1
+
+
+async def test_a_provider_error_quoting_poison_fails_its_domain_with_a_storable_error() -> None:
+    llm = ScriptedLLM(YES, by_domain={"bad.com": ProviderError("HTTP 400: unexpected '\x00' at \ud800")})
+    store, deps = make(llm=llm)
+    await add_job(store, "bad.com", "a.com")
+    job = await process_job("job-1", deps)
+    assert job.result_for("bad.com").error == "LLM call failed: HTTP 400: unexpected '\ufffd' at \ufffd"
+    assert job.result_for("a.com").status is ResultStatus.DONE
+
+
+async def test_a_result_the_store_refuses_fails_its_domain_alone_and_is_not_redone() -> None:
+    """Whatever slipped past the cleaning (here a known company's name written by an older
+    version): its domain fails with a clear error, its siblings are stored, the job finishes."""
+    store, deps = make()
+    store.companies["odd.com"] = KnownCompany("odd.com", "Odd\x00 Foods")
+    await add_job(store, "odd.com", "a.com", "b.com")
+    job = await process_job("job-1", deps)
+    assert job.status is JobStatus.DONE
+    odd = job.result_for("odd.com")
+    assert odd.status is ResultStatus.FAILED and odd.source is Source.KNOWN_COMPANY
+    assert odd.error == "the answer could not be stored: the reason of odd.com holds a NUL character"
+    assert [job.result_for(d).status for d in ("a.com", "b.com")] == [ResultStatus.DONE] * 2
+    assert len(deps.llm.history) == 2
+
+
+async def test_a_shared_call_that_failed_is_reported_as_the_llm_failure_never_as_cache() -> None:
+    llm = ScriptedLLM(ProviderError("timed out"), delay=0.05)
+    store, deps = make(llm=llm)
+    await add_job(store, "same.com", job_id="job-a")
+    await add_job(store, "same.com", job_id="job-b")
+    jobs = await asyncio.gather(process_job("job-a", deps), process_job("job-b", deps))
+    assert len(llm.history) == 1
+    assert [(j.results[0].status, j.results[0].source) for j in jobs] == [(ResultStatus.FAILED, Source.LLM)] * 2
+
+
+async def _until(condition) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+async def test_a_late_delivery_cannot_turn_a_dead_lettered_job_done() -> None:
+    """The job is dead-lettered (FAILED, caller told) while a stale delivery still waits for the
+    LLM; when the answer comes, the job stays as the caller was told and the answer is cached."""
+    llm = ScriptedLLM(YES, delay=0.3)
+    store, deps = make(llm=llm)
+    await add_job(store, "slow.com", "other.com")
+    late = asyncio.create_task(process_job("job-1", deps))
+    await _until(lambda: llm.in_flight == 2)
+    dead_letter = QueueMessage("m1", '{"job_id": "job-1"}', "r1", 3, "job-1")
+    [told] = await fail_dead_lettered([dead_letter], store)
+    assert told.status is JobStatus.FAILED and told.error == DEAD_LETTER_ERROR
+    finished = await late
+    assert finished == told == await store.get_job("job-1")  # what GET shows is what the caller was told
+    assert {d for d, _ in store.answers} == {"slow.com", "other.com"}  # the paid answers are kept
+    # A redrive then finishes from the cache, without asking again.
+    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=None)
+    assert await redrive_dead_lettered(store, queue, limit=10) == ["job-1"]
+    redone = await process_job("job-1", deps)
+    assert redone.status is JobStatus.DONE and {r.source for r in redone.results} == {Source.CACHE}
+    assert len(llm.history) == 2
+
+
+class _DeadLetteredAfterFirstLook(InMemoryStore):
+    """A store in which the dead-letter drain marks the job FAILED right after a delivery's
+    first look at it: the delivery must not then set it RUNNING again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    async def get_job(self, job_id):  # type: ignore[no-untyped-def]
+        job = await super().get_job(job_id)
+        self.looks += 1
+        if self.looks == 1:
+            await self.set_job_status(job_id, JobStatus.FAILED, error=DEAD_LETTER_ERROR)
+        return job
+
+
+async def test_a_job_dead_lettered_before_its_delivery_starts_running_is_left_failed() -> None:
+    store = _DeadLetteredAfterFirstLook()
+    llm = ScriptedLLM(YES)
+    deps = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                          catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW)
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert (job.status, job.error) == (JobStatus.FAILED, DEAD_LETTER_ERROR) and llm.history == []

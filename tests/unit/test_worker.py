@@ -12,6 +12,7 @@ from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryQueue, InMemoryReplyPublisher
 from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.errors import QueueUnavailable
+from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
@@ -52,7 +53,8 @@ async def test_a_finished_job_is_replied_to_then_deleted(parts) -> None:
     await handle_one(queue, worker)
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
     [reply] = replies.published
-    assert (reply.queue, reply.group_id, reply.dedup_id) == ("team", "job-1", "job-1")
+    assert (reply.queue, reply.group_id) == ("team", "job-1")
+    assert reply.dedup_id == reply_dedup_id("job-1", reply.body)  # per job and document
     document = json.loads(reply.body)
     assert document["status"] == "DONE" and [r["domain"] for r in document["results"]] == ["a.com", "b.com"]
     assert (await store.get_job("job-1")).reply_sent
@@ -81,6 +83,14 @@ async def test_an_unwritable_reply_queue_is_recorded_and_never_blocks_the_job(pa
     job = await store.get_job("job-1")
     assert job.status is JobStatus.DONE and not job.reply_sent and "no such queue" in job.reply_error
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
+
+
+async def test_a_reply_error_quoting_poison_is_recorded_storable(parts) -> None:
+    store, queue, replies, worker, _clock = parts
+    replies.fail_next_publish(QueueUnavailable("no such queue: te\x00am\ud800"))
+    await add_job(store, queue, "job-1", reply_queue="team")
+    await handle_one(queue, worker)
+    assert (await store.get_job("job-1")).reply_error == "no such queue: te\ufffdam\ufffd"
 
 
 async def test_a_failing_job_is_not_deleted_and_comes_back(parts) -> None:
@@ -191,3 +201,39 @@ async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_del
     else:
         # Unfinished: not deleted, so it comes back to another worker after its visibility timeout.
         assert (await store.get_job("job-1")).status is JobStatus.RUNNING and counts["in_flight"] == 1
+
+
+async def test_a_late_delivery_after_a_redrive_sends_no_reply_for_the_unfinished_job() -> None:
+    """Dead-lettered (FAILED reply sent), redriven (PENDING, a new message), and only then does
+    the stale delivery end: it must not reply with PENDING. The redriven delivery replies DONE."""
+    from firmsift.domain.dead_letters import redrive_dead_lettered
+
+    store = InMemoryStore()
+    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=10)
+    dead = InMemoryQueue("jobs-dlq", visibility_timeout=30, max_receives=None)
+    replies = InMemoryReplyPublisher()
+    llm = ScriptedLLM(YES, delay=0.3)
+    worker = Worker(queue, replies, Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                                   llm=llm, catalog=load_catalog(), llm_slots=asyncio.Semaphore(4)),
+                    WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=1,
+                                 dead_letter_check_interval=0.01),
+                    dead_letters=dead)
+    await add_job(store, queue, "job-1", reply_queue="team")
+    [stale] = await queue.receive()
+    late = asyncio.create_task(worker.handle(stale))
+    while not llm.in_flight:
+        await asyncio.sleep(0.01)
+    await dead.send(stale.body, group_id="job-1", dedup_id="job-1")  # its receives ran out meanwhile
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(worker.watch_dead_letters(stop))
+    while not replies.published:
+        await asyncio.sleep(0.01)
+    stop.set()
+    await watcher
+    assert await redrive_dead_lettered(store, queue, limit=1) == ["job-1"]
+    await late
+    assert [json.loads(r.body)["status"] for r in replies.published] == ["FAILED"]
+    [redriven] = await queue.receive()
+    await worker.handle(redriven)
+    assert [json.loads(r.body)["status"] for r in replies.published] == ["FAILED", "DONE"]
+    assert len(llm.history) == 2  # the redriven delivery answered from the cache

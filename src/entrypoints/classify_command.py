@@ -1,0 +1,118 @@
+"""`firmsift classify` from its arguments: open the input, stream it through the API, report on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+import httpx
+
+from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier, ProgressLine, Tally
+from firmsift.entrypoints.classify_rows import CsvRowWriter, JsonRowWriter, Row, read_row
+from firmsift.entrypoints.csv_files import CsvFileError
+from firmsift.entrypoints.csv_stream import CsvFormat, CsvReader, detect_format, find_column
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNANSWERED = 0, 1, 2, 3
+# Column names tried, in order, when --column is not given.
+COLUMN_GUESSES = ("domain", "website", "web site", "url", "homepage", "site")
+
+
+def run_classify(args: argparse.Namespace) -> int:
+    if args.domains and args.csv_file is not None:
+        return _usage("pass domains as arguments or with --csv FILE, not both")
+    if not args.domains and args.csv_file is None:
+        return _usage("no domains given: pass them as arguments or with --csv FILE")
+    for option in ("batch_size", "jobs_in_flight"):
+        if getattr(args, option) < 1:
+            return _usage(f"--{option.replace('_', '-')} must be at least 1")
+    part = None
+    try:
+        with contextlib.ExitStack() as stack:
+            fmt, header, rows, where = _open_input(args, stack)
+            out, part = _open_output(args.output, fmt, stack)
+            writer = (JsonRowWriter(out, header) if args.format == "json"
+                      else CsvRowWriter(out, header, fmt.delimiter if fmt else ","))
+            progress = ProgressLine()
+            api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
+            headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+            http = stack.enter_context(httpx.Client(base_url=args.api, timeout=30, headers=headers))
+            reporter = _Reporter(where, progress)
+            classifier = OrderedClassifier(JobsApi(http, args.classifier), writer, batch_size=args.batch_size,
+                                           jobs_in_flight=args.jobs_in_flight, poll_interval=args.poll_interval,
+                                           stall_timeout=args.timeout, on_row=reporter)
+            tally = classifier.run(rows)
+            writer.close()
+    except (ClientError, CsvFileError) as error:
+        left = f"; the rows finished so far are in {part}" if part is not None and part.exists() else ""
+        print(f"firmsift: {error}{left}", file=sys.stderr)
+        return EXIT_FAILURE
+    if part is not None:
+        os.replace(part, args.output)
+    progress.finish(tally)
+    return EXIT_OK if tally.answered == tally.rows else EXIT_UNANSWERED
+
+
+def _open_input(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[
+        CsvFormat | None, list[str], Iterator[Row], str]:
+    """(format, header, rows, how a row is named in messages)."""
+    if args.csv_file is None:
+        rows = (read_row(number, [value], 1, 0) for number, value in enumerate(args.domains, start=1))
+        return None, ["domain"], rows, "argument"
+    fmt = detect_format(args.csv_file, args.encoding, args.delimiter)
+    reader = stack.enter_context(CsvReader(args.csv_file, fmt))
+    column = find_column(reader.header, args.column, COLUMN_GUESSES)
+    width = len(reader.header)
+    print(f"reading {args.csv_file}: column {reader.header[column]!r} of {width}, {fmt.encoding}, "
+          f"delimiter {fmt.delimiter!r}", file=sys.stderr)
+    return fmt, reader.header, (read_row(line, cells, width, column) for line, cells in reader), "line"
+
+
+def _open_output(path: Path | None, fmt: CsvFormat | None, stack: contextlib.ExitStack) -> tuple[TextIO, Path | None]:
+    """Standard output, or `<output>.part`, renamed to the output once every row is written, so a run
+    that stops halfway never leaves a file that looks complete. UTF-8, with a BOM when the input had one
+    (Excel needs it to read UTF-8)."""
+    encoding = "utf-8-sig" if fmt is not None and fmt.bom else "utf-8"
+    if path is None:
+        sys.stdout.reconfigure(newline="")  # type: ignore[union-attr]  # the csv module writes its own line ends
+        return sys.stdout, None
+    part = path.with_name(path.name + ".part")
+    try:
+        return stack.enter_context(part.open("w", encoding=encoding, newline="")), part
+    except OSError as error:
+        raise CsvFileError(f"{path}: cannot write: {error.strerror}") from None
+
+
+class _Reporter:
+    """Per-row messages on stderr: rejected rows, cells that held several host names, failed domains
+    (once each); then the progress line."""
+
+    def __init__(self, where: str, progress: ProgressLine) -> None:
+        self.where, self.progress = where, progress
+        self._reported: set[str] = set()
+
+    def __call__(self, row: Row, tally: Tally) -> None:
+        label = f"{self.where} {row.line}"
+        if row.domain is None:
+            self._say(f"{label}: rejected {json.dumps(row.cell, ensure_ascii=False)}: {row.error}")
+        elif row.taken is not None and row.taken.others:
+            self._say(f"{label}: took {row.taken.host} from {json.dumps(row.cell, ensure_ascii=False)} "
+                      f"(not used: {', '.join(row.taken.others)})")
+        if row.status == "FAILED" and row.domain and row.domain not in self._reported:
+            self._reported.add(row.domain)
+            self._say(f"{label}: failed {row.domain}: {(row.result or {}).get('error') or 'no error given'}")
+        self.progress(row, tally)
+
+    def _say(self, message: str) -> None:
+        prefix = "\r\033[K" if self.progress.tty else ""
+        print(prefix + message, file=sys.stderr)
+
+
+def _usage(message: str) -> int:
+    print(f"firmsift classify: {message}", file=sys.stderr)
+    return EXIT_USAGE

@@ -115,6 +115,7 @@ class CsvReader:
         except StopIteration:
             return None
         except UnicodeDecodeError:
+            line = _first_undecodable_line(self.path, self.format.encoding)
             raise CsvFileError(f"{self.path}: line {line}: not {self.format.encoding} text; name the file's encoding "
                                "with --encoding (Excel on Windows often writes cp1252)") from None
         except csv.Error as error:
@@ -128,6 +129,21 @@ class CsvReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _first_undecodable_line(path: Path, encoding: str) -> int:
+    """The line (as an editor counts them) of the first bytes `encoding` cannot read: the reader decodes
+    ahead in blocks, so its own line count does not say where."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line = 1
+    with path.open("rb") as handle:
+        while chunk := handle.read(SAMPLE_BYTES):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                return line + chunk[: max(error.start, 0)].count(b"\n")
+            line += chunk.count(b"\n")
+    return line
 
 
 def find_column(header: Sequence[str], wanted: str | None, guesses: Sequence[str]) -> int:

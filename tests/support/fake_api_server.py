@@ -4,7 +4,7 @@ client tests and the CSV streaming benchmark: what it measures is the client, no
 Answers are deterministic: a domain containing "bank" is no, one containing "fail" is FAILED, any
 other yes. Domains are checked with firmsift's normalization, as the real API does (422 with details);
 domains in `refuse` are refused too, and a job holding a domain in `hold` never finishes.
-A job is answered on its second GET (the first sees it RUNNING), and forgotten once reported finished,
+A job is answered on its second GET (the first sees it RUNNING; `--polls-to-finish` changes that), and forgotten once reported finished,
 so the server holds only the jobs in flight.
 
 As a process: `python -m tests.support.fake_api_server --port 0 [--max-domains N]` prints its port
@@ -27,8 +27,8 @@ from tests.support.loopback_http import ServerThread
 
 
 class FakeApi:
-    def __init__(self, port: int = 0, max_domains: int = 10, host: str = "127.0.0.1") -> None:
-        self.max_domains = max_domains
+    def __init__(self, port: int = 0, max_domains: int = 10, host: str = "127.0.0.1", polls_to_finish: int = 2) -> None:
+        self.max_domains, self.polls_to_finish = max_domains, polls_to_finish
         self.jobs: dict[str, dict[str, Any]] = {}
         self.submitted: list[list[str]] = []  # every accepted job's domains, in order (tests only)
         self.record = True
@@ -83,7 +83,7 @@ class FakeApi:
             if job is None:
                 return 404, {"error": {"code": "job_not_found", "message": "no such job", "details": []}}
             job["polls"] += 1
-            done = job["polls"] >= 2 and not self.hold.intersection(job["domains"])
+            done = job["polls"] >= self.polls_to_finish and not self.hold.intersection(job["domains"])
             if done:
                 del self.jobs[job_id]
         results = [_result(d) if done else _pending(d) for d in job["domains"]]
@@ -145,8 +145,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--max-domains", type=int, default=10)
+    parser.add_argument("--polls-to-finish", type=int, default=2)
     args = parser.parse_args()
-    api = FakeApi(args.port, args.max_domains)
+    api = FakeApi(args.port, args.max_domains, polls_to_finish=args.polls_to_finish)
     api.record = False  # a long-running process must not grow
     print(api._thread.port, flush=True)
     sys.stdout.flush()

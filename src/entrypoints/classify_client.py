@@ -70,6 +70,9 @@ class JobsApi:
                 refused.update({d: r for d, r in bad.items() if r is not None})
                 domains = [d for d in domains if d not in bad]
                 continue
+            if response.status_code == 413 and error.get("code") == "too_many_domains" and details:
+                limit = max(len(domains) - len(details), 1)
+                raise ClientError(f"the API takes at most {limit} domains a job: pass --batch-size {limit}")
             raise ClientError(f"API refused the job ({response.status_code}): "
                               f"{error.get('message', response.text[:200])}")
         return None, refused
@@ -238,9 +241,9 @@ class ProgressLine:
     """Progress on stderr: rewritten in place on a terminal (at most 5 times a second), one line every
     `every` seconds otherwise, so a million rows do not make a million lines."""
 
-    def __init__(self, stream: TextIO = sys.stderr, every: float = 10.0) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, stream: TextIO | None = None, every: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.every = 0.2 if self.tty else every
         self._last = time.monotonic()
         self._shown = False

@@ -3,6 +3,7 @@ a bounded window of rows and jobs, repeated domains asked once, refusals and sta
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
+from firmsift.entrypoints.classify_command import run_classify
 from firmsift.entrypoints.classify_rows import CsvRowWriter, Row, answer_column_names, read_row
 from tests.support.fake_api_server import FakeApi
 
@@ -115,3 +117,41 @@ def test_rows_shorter_than_the_header_are_padded_and_longer_ones_keep_their_cell
     with FakeApi() as api:
         table, _ = classify(api, [spilled], header=["website", "name", "notes"])
     assert table[1][:3] == ["a.com", "Acme", " Inc."] and table[1][-1] == "z"  # nothing lost
+
+
+def test_a_batch_over_the_api_limit_names_the_batch_size_to_pass() -> None:
+    with FakeApi(max_domains=2) as api:
+        with pytest.raises(ClientError, match="the API takes at most 2 domains a job: pass --batch-size 2"):
+            classify(api, rows_of(["a.com", "b.com", "c.com"]))
+
+
+def _arguments(source, output, api: str, **overrides) -> argparse.Namespace:
+    options = dict(domains=[], csv_file=source, column="website", encoding=None, delimiter=None, api=api,
+                   api_key=None, classifier="cpg", batch_size=2, jobs_in_flight=10, format="csv", output=output,
+                   timeout=0.5, poll_interval=0.01)
+    return argparse.Namespace(**{**options, **overrides})
+
+
+def test_a_run_that_cannot_finish_leaves_its_rows_in_a_part_file_never_the_output(tmp_path, capsys) -> None:
+    source, output = tmp_path / "in.csv", tmp_path / "out.csv"
+    source.write_text("name,website\nA,a.com\nB,b.com\nC,stuck.com\nD,d.com\n")
+    with FakeApi() as api:
+        api.hold = {"stuck.com"}
+        assert run_classify(_arguments(source, output, api.base_url)) == 1
+    assert not output.exists()
+    part = tmp_path / "out.csv.part"
+    assert [r[0] for r in csv.reader(part.open())] == ["name", "A", "B"]  # what finished, in order
+    assert f"the rows finished so far are in {part}" in capsys.readouterr().err
+
+
+def test_a_complete_run_exits_0_and_one_with_rejected_rows_exits_3(tmp_path, capsys) -> None:
+    source, output = tmp_path / "in.csv", tmp_path / "out.csv"
+    source.write_text("name,website\nA,a.com\n")
+    with FakeApi() as api:
+        assert run_classify(_arguments(source, output, api.base_url)) == 0
+        source.write_text("name,website\nA,a.com\nB,\nC,failco.com\n")
+        assert run_classify(_arguments(source, output, api.base_url)) == 3
+    err = capsys.readouterr().err
+    assert 'line 3: rejected "": blank cell' in err and "line 4: failed failco.com: the provider failed" in err
+    assert "3 rows: 1 answered, 1 failed, 1 rejected" in err
+    assert not (tmp_path / "out.csv.part").exists() and len(output.read_text().splitlines()) == 4

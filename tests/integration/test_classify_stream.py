@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
 from firmsift.entrypoints.classify_command import run_classify
@@ -155,3 +156,21 @@ def test_a_complete_run_exits_0_and_one_with_rejected_rows_exits_3(tmp_path, cap
     assert 'line 3: rejected "": blank cell' in err and "line 4: failed failco.com: the provider failed" in err
     assert "3 rows: 1 answered, 1 failed, 1 rejected" in err
     assert not (tmp_path / "out.csv.part").exists() and len(output.read_text().splitlines()) == 4
+
+
+CELLS = st.one_of(st.sampled_from(["", "  ", "Official website", "n/a", "info@acme.com", "https://www.citybank.com/",
+                                   "failco.com", "thekrogerco.com kroger.com", "www.mars.com /en-us /"]),
+                  st.from_regex(r"[a-d]\.(com|de)", fullmatch=True), st.text(max_size=12))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(CELLS, max_size=30), st.integers(1, 4), st.integers(1, 3), st.integers(1, 12))
+def test_any_rows_come_back_once_each_in_order(cells: list[str], batch: int, jobs: int, ahead: int) -> None:
+    with FakeApi() as api:
+        table, classifier = classify(api, rows_of(cells), batch_size=batch, jobs_in_flight=jobs, rows_ahead=ahead)
+    assert [r[1] for r in table[1:]] == cells
+    for row in table[1:]:
+        assert (row[3] == "REJECTED") == (row[2] == "") and row[3] in ("DONE", "FAILED", "REJECTED")
+    assert classifier.tally.rows == len(cells)
+    asked = [d for job in api.submitted for d in job]
+    assert len(asked) == len(set(asked))  # each domain asked once in a run

@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("domains", nargs="*", help="domains to classify")
     classify.add_argument("--csv", type=Path, dest="csv_file", help="read the rows of this CSV file")
     classify.add_argument("--column", help="CSV column holding the domains (default: the first column named "
-                                           "domain, website, web site, url, homepage or site; any case)")
+                                           "domain, website, web site, url, homepage or site, any case; else "
+                                           "the one column whose name holds one of those words)")
     classify.add_argument("--encoding", help="the CSV file's encoding (default: from its byte-order mark, else "
                                              "UTF-8; e.g. cp1252 for Excel's Windows exports)")
     classify.add_argument("--delimiter", help="the CSV delimiter (default: sniffed among , ; TAB |)")

@@ -148,7 +148,8 @@ def _first_undecodable_line(path: Path, encoding: str) -> int:
 
 def find_column(header: Sequence[str], wanted: str | None, guesses: Sequence[str]) -> int:
     """The index of column `wanted` (exact, else ignoring case, spaces and invisible marks), or, when
-    None, of the first of `guesses` present. CsvFileError names the columns found otherwise."""
+    None, of the first of `guesses` present, else of the one column whose name holds a guess as a word.
+    CsvFileError names the columns found otherwise."""
     keys = [_key(name) for name in header]
     if wanted is not None:
         if wanted in header:
@@ -161,7 +162,12 @@ def find_column(header: Sequence[str], wanted: str | None, guesses: Sequence[str
         for guess in guesses:
             if _key(guess) in keys:
                 return keys.index(_key(guess))
-        problem = f"no column named {' or '.join(repr(g) for g in guesses)}: name it with --column"
+        # `Official website`, `Company URL`: the one column whose name holds a guess as a word.
+        holding = [i for i, key in enumerate(keys) if any(f" {_key(g)} " in f" {key} " for g in guesses)]
+        if len(holding) == 1:
+            return holding[0]
+        problem = (f"{len(holding)} columns could hold the domains: name one with --column" if holding else
+                   f"no column named {' or '.join(repr(g) for g in guesses)}: name it with --column")
     found = ", ".join(repr(name) for name in header) or "nothing"
     raise CsvFileError(f"{problem} (found: {found})")
 

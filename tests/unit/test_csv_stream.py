@@ -104,6 +104,8 @@ def test_a_column_is_found_ignoring_case_spaces_and_invisible_marks() -> None:
     assert find_column(header, "official website", ()) == 1
     assert find_column(header, "Company", ()) == 0
     assert find_column(["Name", "URL"], None, ("domain", "website", "url")) == 1
+    assert find_column(["Name", "Official website", "Notes"], None, ("domain", "website")) == 1
+    assert find_column(["Websites", "Company URL"], None, ("domain", "url")) == 1  # a whole word only
 
 
 def test_a_missing_column_names_the_columns_found() -> None:
@@ -112,5 +114,7 @@ def test_a_missing_column_names_the_columns_found() -> None:
     with pytest.raises(CsvFileError, match=r"no column named 'domain' or 'website': name it with --column "
                                            r"\(found: 'Name'\)"):
         find_column(["Name"], None, ("domain", "website"))
+    with pytest.raises(CsvFileError, match="2 columns could hold the domains: name one with --column"):
+        find_column(["Company website", "Parent website"], None, ("domain", "website"))
     with pytest.raises(CsvFileError, match="2 columns named 'site'"):
         find_column(["Site", "SITE"], "site", ())

@@ -3,12 +3,11 @@ in input order, as soon as its answer is in; only a bounded window of rows and j
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 import httpx
 
@@ -235,33 +234,3 @@ def _error(response: httpx.Response) -> dict[str, Any]:
         return {}
     error = body.get("error") if isinstance(body, dict) else None
     return error if isinstance(error, dict) else {}
-
-
-class ProgressLine:
-    """Progress on stderr: rewritten in place on a terminal (at most 5 times a second), one line every
-    `every` seconds otherwise, so a million rows do not make a million lines."""
-
-    def __init__(self, stream: TextIO | None = None, every: float = 10.0) -> None:
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.every = 0.2 if self.tty else every
-        self._last = time.monotonic()
-        self._shown = False
-
-    def __call__(self, row: Row, tally: Tally) -> None:
-        now = time.monotonic()
-        if now - self._last < self.every:
-            return
-        self._last, self._shown = now, True
-        self.stream.write("\r" + _counts(tally) if self.tty else _counts(tally) + "\n")
-        self.stream.flush()
-
-    def finish(self, tally: Tally) -> None:
-        if self.tty and self._shown:
-            self.stream.write("\r\033[K")
-        self.stream.write(f"{_counts(tally)}\n")
-        self.stream.flush()
-
-
-def _counts(tally: Tally) -> str:
-    return f"{tally.rows} rows: {tally.answered} answered, {tally.failed} failed, {tally.rejected} rejected"

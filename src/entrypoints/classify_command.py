@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -13,7 +12,8 @@ from typing import TextIO
 
 import httpx
 
-from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier, ProgressLine, Tally
+from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
+from firmsift.entrypoints.classify_report import ProgressLine, RowReporter
 from firmsift.entrypoints.classify_rows import CsvRowWriter, JsonRowWriter, Row, read_row
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.csv_stream import CsvFormat, CsvReader, detect_format, find_column
@@ -42,7 +42,7 @@ def run_classify(args: argparse.Namespace) -> int:
             api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
             headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
             http = stack.enter_context(httpx.Client(base_url=args.api, timeout=30, headers=headers))
-            reporter = _Reporter(where, progress)
+            reporter = RowReporter(where, progress)
             classifier = OrderedClassifier(JobsApi(http, args.classifier), writer, batch_size=args.batch_size,
                                            jobs_in_flight=args.jobs_in_flight, poll_interval=args.poll_interval,
                                            stall_timeout=args.timeout, on_row=reporter)
@@ -86,31 +86,6 @@ def _open_output(path: Path | None, fmt: CsvFormat | None, stack: contextlib.Exi
         return stack.enter_context(part.open("w", encoding=encoding, newline="")), part
     except OSError as error:
         raise CsvFileError(f"{path}: cannot write: {error.strerror}") from None
-
-
-class _Reporter:
-    """Per-row messages on stderr: rejected rows, cells that held several host names, failed domains
-    (once each); then the progress line."""
-
-    def __init__(self, where: str, progress: ProgressLine) -> None:
-        self.where, self.progress = where, progress
-        self._reported: set[str] = set()
-
-    def __call__(self, row: Row, tally: Tally) -> None:
-        label = f"{self.where} {row.line}"
-        if row.domain is None:
-            self._say(f"{label}: rejected {json.dumps(row.cell, ensure_ascii=False)}: {row.error}")
-        elif row.taken is not None and row.taken.others:
-            self._say(f"{label}: took {row.taken.host} from {json.dumps(row.cell, ensure_ascii=False)} "
-                      f"(not used: {', '.join(row.taken.others)})")
-        if row.status == "FAILED" and row.domain and row.domain not in self._reported:
-            self._reported.add(row.domain)
-            self._say(f"{label}: failed {row.domain}: {(row.result or {}).get('error') or 'no error given'}")
-        self.progress(row, tally)
-
-    def _say(self, message: str) -> None:
-        prefix = "\r\033[K" if self.progress.tty else ""
-        print(prefix + message, file=sys.stderr)
 
 
 def _usage(message: str) -> int:

@@ -18,7 +18,7 @@ from firmsift.entrypoints.classify_rows import CsvRowWriter, JsonRowWriter, Row,
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.csv_stream import CsvFormat, CsvReader, detect_format, find_column
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNANSWERED = 0, 1, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_UNANSWERED = 0, 2, 3  # failures raise CommandError: exit 1
 # Column names tried, in order, when --column is not given.
 COLUMN_GUESSES = ("domain", "website", "web site", "url", "homepage", "site")
 
@@ -49,9 +49,10 @@ def run_classify(args: argparse.Namespace) -> int:
             tally = classifier.run(rows)
             writer.close()
     except (ClientError, CsvFileError) as error:
+        from firmsift.entrypoints.commands import CommandError  # main() reports it and exits 1
+
         left = f"; the rows finished so far are in {part}" if part is not None and part.exists() else ""
-        print(f"firmsift: {error}{left}", file=sys.stderr)
-        return EXIT_FAILURE
+        raise CommandError(f"{error}{left}") from None
     if part is not None:
         os.replace(part, args.output)
     progress.finish(tally)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
 from firmsift.entrypoints.classify_command import run_classify
+from firmsift.entrypoints.commands import CommandError
 from firmsift.entrypoints.classify_rows import CsvRowWriter, Row, answer_column_names, read_row
 from tests.support.fake_api_server import FakeApi
 
@@ -133,16 +134,17 @@ def _arguments(source, output, api: str, **overrides) -> argparse.Namespace:
     return argparse.Namespace(**{**options, **overrides})
 
 
-def test_a_run_that_cannot_finish_leaves_its_rows_in_a_part_file_never_the_output(tmp_path, capsys) -> None:
+def test_a_run_that_cannot_finish_leaves_its_rows_in_a_part_file_never_the_output(tmp_path) -> None:
     source, output = tmp_path / "in.csv", tmp_path / "out.csv"
     source.write_text("name,website\nA,a.com\nB,b.com\nC,stuck.com\nD,d.com\n")
     with FakeApi() as api:
         api.hold = {"stuck.com"}
-        assert run_classify(_arguments(source, output, api.base_url)) == 1
+        with pytest.raises(CommandError) as stopped:
+            run_classify(_arguments(source, output, api.base_url))
     assert not output.exists()
     part = tmp_path / "out.csv.part"
     assert [r[0] for r in csv.reader(part.open())] == ["name", "A", "B"]  # what finished, in order
-    assert f"the rows finished so far are in {part}" in capsys.readouterr().err
+    assert f"the rows finished so far are in {part}" in str(stopped.value)
 
 
 def test_a_complete_run_exits_0_and_one_with_rejected_rows_exits_3(tmp_path, capsys) -> None:

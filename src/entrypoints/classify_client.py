@@ -1,127 +1,230 @@
-"""`firmsift classify`: submit domains to a running API in jobs of the allowed size, wait, collect results."""
+"""`firmsift classify`: stream rows to a running API in jobs of the allowed size and write each row back,
+in input order, as soon as its answer is in; only a bounded window of rows and jobs is held."""
 
 from __future__ import annotations
 
-import csv
-import json
-import sys
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TextIO
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import httpx
 
+from firmsift.entrypoints.classify_rows import Row
+
 TERMINAL = frozenset({"DONE", "FAILED"})
-RESULT_COLUMNS = ("domain", "status", "answer", "confidence", "reason", "source", "evidence", "error", "job_id")
+RECENT_ANSWERS = 10_000  # answers kept for domains repeated further down the file
 
 
 class ClientError(RuntimeError):
     """The API could not be reached or refused a request in a way that retrying will not fix."""
 
 
+class RowWriter(Protocol):
+    def write(self, row: Row) -> None: ...
+
+
 @dataclass
-class ClassifyRun:
-    results: list[dict[str, Any]] = field(default_factory=list)
-    rejected: list[dict[str, Any]] = field(default_factory=list)
+class Tally:
+    """Rows written so far, by outcome."""
+
+    answered: int = 0
+    failed: int = 0
+    rejected: int = 0
 
     @property
-    def all_answered(self) -> bool:
-        return not self.rejected and all(r["status"] == "DONE" for r in self.results)
+    def rows(self) -> int:
+        return self.answered + self.failed + self.rejected
+
+    def count(self, row: Row) -> None:
+        if row.status == "DONE":
+            self.answered += 1
+        elif row.domain is None:
+            self.rejected += 1
+        else:
+            self.failed += 1
 
 
-def read_domain_column(path: Path, column: str) -> list[str]:
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            if column not in (reader.fieldnames or []):
-                raise ClientError(f"{path}: no column {column!r} (found: {', '.join(reader.fieldnames or [])})")
-            return [row[column] for row in reader if (row.get(column) or "").strip()]
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise ClientError(f"{path}: cannot read: {error}") from None
+class JobsApi:
+    """The two calls of the API the client needs, with retries on overload and dropped connections."""
 
+    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6) -> None:
+        self.client, self.classifier, self.attempts = client, classifier, attempts
 
-class ClassifyClient:
-    def __init__(self, client: httpx.Client, *, classifier: str, batch_size: int, poll_interval: float = 1.0,
-                 timeout: float = 3600.0, progress: Callable[[int, int], None] | None = None) -> None:
-        self.client = client
-        self.classifier = classifier
-        self.batch_size = batch_size
-        self.poll_interval = poll_interval
-        self.timeout = timeout
-        self.progress = progress or (lambda done, total: None)
-
-    def run(self, domains: list[str]) -> ClassifyRun:
-        run = ClassifyRun()
-        job_ids: list[str] = []
-        for start in range(0, len(domains), self.batch_size):
-            job_id = self._submit(domains[start : start + self.batch_size], run)
-            if job_id:
-                job_ids.append(job_id)
-        run.results = self._wait(job_ids)
-        return run
-
-    def _submit(self, batch: list[str], run: ClassifyRun) -> str | None:
-        """Submit one batch; values the API rejects are recorded and the rest resubmitted."""
-        while batch:
-            response = self._request("POST", "/domains/classify", json={"classifier": self.classifier, "domains": batch})
+    def submit(self, domains: list[str]) -> tuple[str | None, dict[str, str]]:
+        """(job id, {domain: reason} of the domains the API refused); the rest are resubmitted."""
+        refused: dict[str, str] = {}
+        while domains:
+            response = self._request("POST", "/domains/classify", json={"classifier": self.classifier,
+                                                                        "domains": domains})
             if response.status_code == 202:
-                return str(response.json()["job_id"])
+                return str(response.json()["job_id"]), refused
             error = _error(response)
             details = error.get("details") or []
             if response.status_code == 422 and error.get("code") == "invalid_domains" and details:
-                remaining = [d for d in batch if not any(_same_value(d, item.get("value")) for item in details)]
-                if len(remaining) == len(batch):
+                bad = {d: _reason(d, details) for d in domains if _reason(d, details) is not None}
+                if not bad:
                     raise ClientError(f"API rejected domains it did not identify: {error.get('message')}")
-                run.rejected.extend({"domain": d, "status": "REJECTED", "error": _reason(d, details)}
-                                    for d in batch if d not in remaining)
-                batch = remaining
+                refused.update({d: r for d, r in bad.items() if r is not None})
+                domains = [d for d in domains if d not in bad]
                 continue
-            raise ClientError(f"API refused the job ({response.status_code}): {error.get('message', response.text[:200])}")
-        return None
+            if response.status_code == 413 and error.get("code") == "too_many_domains" and details:
+                limit = max(len(domains) - len(details), 1)
+                raise ClientError(f"the API takes at most {limit} domains a job: pass --batch-size {limit}")
+            raise ClientError(f"API refused the job ({response.status_code}): "
+                              f"{error.get('message', response.text[:200])}")
+        return None, refused
 
-    def _wait(self, job_ids: list[str]) -> list[dict[str, Any]]:
-        documents: dict[str, dict[str, Any]] = {}
-        deadline = time.monotonic() + self.timeout
-        while True:
-            for job_id in job_ids:
-                if documents.get(job_id, {}).get("status") not in TERMINAL:
-                    response = self._request("GET", f"/domains/classify/{job_id}")
-                    if response.status_code != 200:
-                        raise ClientError(f"polling job {job_id} failed ({response.status_code}): {response.text[:200]}")
-                    documents[job_id] = response.json()
-            results = [dict(r, job_id=j) for j in job_ids for r in documents[j]["results"]]
-            self.progress(sum(r["status"] != "PENDING" for r in results), len(results))
-            if all(documents[j]["status"] in TERMINAL for j in job_ids):
-                return results
-            if time.monotonic() > deadline:
-                raise ClientError(f"gave up waiting after {self.timeout:.0f}s; jobs: {', '.join(job_ids)}")
-            time.sleep(self.poll_interval)
+    def job(self, job_id: str) -> dict[str, Any]:
+        response = self._request("GET", f"/domains/classify/{job_id}")
+        if response.status_code != 200:
+            raise ClientError(f"polling job {job_id} failed ({response.status_code}): {response.text[:200]}")
+        return dict(response.json())
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        for attempt in range(5):
+        for attempt in range(self.attempts):
+            last = attempt == self.attempts - 1
+            wait = min(2.0**attempt, 30.0)
             try:
                 response = self.client.request(method, path, **kwargs)
             except httpx.TransportError as error:
-                if attempt == 4:
+                if last:
                     raise ClientError(f"cannot reach the API at {self.client.base_url}: {error}") from None
             else:
-                if response.status_code not in (429, 502, 503, 504) or attempt == 4:
+                if response.status_code not in (429, 502, 503, 504) or last:
                     return response
-            time.sleep(min(2**attempt, 10))
+                wait = max(wait, _retry_after(response))
+            time.sleep(wait)
         raise AssertionError("unreachable")
 
 
-def _same_value(sent: str, echoed: object) -> bool:
+class OrderedClassifier:
+    """Reads rows, submits their domains in jobs of `batch_size` (a domain once while it is pending or
+    recently answered), polls the oldest jobs, and writes rows in input order as their answers arrive.
+    At most `jobs_in_flight` jobs and `rows_ahead` rows are held at any time."""
+
+    def __init__(self, api: JobsApi, writer: RowWriter, *, batch_size: int, jobs_in_flight: int = 100,
+                 rows_ahead: int = 5000, poll_interval: float = 1.0, stall_timeout: float = 3600.0,
+                 on_row: Callable[[Row, Tally], None] | None = None) -> None:
+        self.api, self.writer = api, writer
+        self.batch_size, self.jobs_in_flight, self.rows_ahead = batch_size, jobs_in_flight, rows_ahead
+        self.poll_interval, self.stall_timeout = poll_interval, stall_timeout
+        self.on_row = on_row or (lambda row, tally: None)
+        self.tally = Tally()
+        self._window: deque[Row] = deque()
+        self._waiting: dict[str, list[Row]] = {}  # domain -> rows waiting for its answer
+        self._batch: list[str] = []
+        self._jobs: OrderedDict[str, list[str]] = OrderedDict()  # job id -> its domains, oldest first
+        self._recent: OrderedDict[str, tuple[dict[str, Any], str]] = OrderedDict()
+
+    def run(self, rows: Iterable[Row]) -> Tally:
+        source = iter(rows)
+        exhausted = False
+        last_progress = time.monotonic()
+        while True:
+            while not exhausted and len(self._window) < self.rows_ahead and len(self._jobs) < self.jobs_in_flight:
+                row = next(source, None)
+                if row is None:
+                    exhausted = True
+                else:
+                    self._take(row)
+            if self._batch and len(self._jobs) < self.jobs_in_flight and (
+                    exhausted or len(self._window) >= self.rows_ahead):
+                self._submit()
+            progressed = self._write_finished()
+            if exhausted and not self._window:
+                return self.tally
+            progressed = self._poll() or progressed
+            if progressed:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > self.stall_timeout:
+                raise ClientError(f"gave up: nothing finished for {self.stall_timeout:.0f}s; "
+                                  f"jobs still running: {', '.join(self._jobs)}")
+            elif not (len(self._window) < self.rows_ahead and len(self._jobs) < self.jobs_in_flight
+                      and not exhausted):
+                time.sleep(self.poll_interval)
+
+    def _take(self, row: Row) -> None:
+        self._window.append(row)
+        if row.domain is None:
+            return
+        if row.domain in self._waiting:
+            self._waiting[row.domain].append(row)
+        elif row.domain in self._recent:
+            self._recent.move_to_end(row.domain)
+            row.result, row.job_id = self._recent[row.domain]
+        else:
+            self._waiting[row.domain] = [row]
+            self._batch.append(row.domain)
+            if len(self._batch) >= self.batch_size:
+                self._submit()
+
+    def _submit(self) -> None:
+        batch, self._batch = self._batch, []
+        job_id, refused = self.api.submit(batch)
+        for domain, reason in refused.items():
+            for row in self._waiting.pop(domain, []):
+                row.reject(f"refused by the API: {reason}")
+        if job_id is not None:
+            self._jobs[job_id] = [d for d in batch if d not in refused]
+
+    def _poll(self) -> bool:
+        """GET the oldest jobs until one is still running; True if any answer arrived."""
+        arrived = False
+        for job_id in list(self._jobs):
+            document = self.api.job(job_id)
+            finished = document.get("status") in TERMINAL
+            for result in document.get("results") or []:
+                if result.get("status") in TERMINAL or finished:
+                    arrived = self._answer(job_id, result, document) or arrived
+            if not finished:
+                break
+            for domain in self._jobs.pop(job_id):  # a job document always lists its domains; never wait forever
+                arrived = self._answer(job_id, {"domain": domain, "status": "PENDING"}, document) or arrived
+        return arrived
+
+    def _answer(self, job_id: str, result: dict[str, Any], document: dict[str, Any]) -> bool:
+        domain = result.get("domain")
+        rows = self._waiting.pop(str(domain), None)
+        if not rows:
+            return False
+        if result.get("status") not in TERMINAL:  # the job ended without it (dead-lettered)
+            result = dict(result, status="FAILED",
+                          error=f"the job ended {document.get('status')} before this domain was answered"
+                                + (f": {document['error']}" if document.get("error") else ""))
+        for row in rows:
+            row.result, row.job_id = result, job_id
+        self._recent[str(domain)] = (result, job_id)
+        if len(self._recent) > RECENT_ANSWERS:
+            self._recent.popitem(last=False)
+        return True
+
+    def _write_finished(self) -> bool:
+        wrote = False
+        while self._window and self._window[0].finished:
+            row = self._window.popleft()
+            self.writer.write(row)
+            self.tally.count(row)
+            self.on_row(row, self.tally)
+            wrote = True
+        return wrote
+
+
+def _reason(sent: str, details: list[dict[str, Any]]) -> str | None:
     """The API echoes long values cut short and marked with an ellipsis."""
-    if not isinstance(echoed, str):
-        return False
-    return sent == echoed or (echoed.endswith("…") and sent.startswith(echoed[:-1]))
+    for item in details:
+        echoed = item.get("value")
+        if isinstance(echoed, str) and (sent == echoed or (echoed.endswith("…") and sent.startswith(echoed[:-1]))):
+            return str(item.get("reason"))
+    return None
 
 
-def _reason(sent: str, details: list[dict[str, Any]]) -> str:
-    return next(str(item.get("reason")) for item in details if _same_value(sent, item.get("value")))
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return min(float(response.headers.get("retry-after", "0")), 60.0)
+    except ValueError:
+        return 0.0
 
 
 def _error(response: httpx.Response) -> dict[str, Any]:
@@ -131,34 +234,3 @@ def _error(response: httpx.Response) -> dict[str, Any]:
         return {}
     error = body.get("error") if isinstance(body, dict) else None
     return error if isinstance(error, dict) else {}
-
-
-def write_results(rows: Iterable[dict[str, Any]], out: TextIO, fmt: str) -> None:
-    rows = list(rows)
-    if fmt == "json":
-        json.dump(rows, out, indent=2)
-        out.write("\n")
-        return
-    writer = csv.DictWriter(out, fieldnames=RESULT_COLUMNS, extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        flat = dict(row)
-        flat["evidence"] = " ".join(e["url"] for e in row.get("evidence") or [])
-        writer.writerow(flat)
-
-
-class ProgressLine:
-    """Progress on stderr: rewritten in place on a terminal, one line per change otherwise."""
-
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.last: tuple[int, int] | None = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if (done, total) == self.last:
-            return
-        self.last = (done, total)
-        end = "\n" if done == total or not self.stream.isatty() else ""
-        prefix = "\r" if self.stream.isatty() else ""
-        self.stream.write(f"{prefix}classified {done}/{total} domains{end}")
-        self.stream.flush()

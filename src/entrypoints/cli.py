@@ -40,20 +40,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     classify = commands.add_parser(
         "classify", help="submit domains to a running API and print or save the results",
-        description="Submit domains (arguments or a CSV column) to a running firmsift API in jobs of the "
-                    "allowed size, show progress on stderr, and write the results as CSV or JSON. "
-                    "Exits 1 if any domain was rejected or could not be answered.")
+        description="Submit domains (arguments, or a CSV column) to a running firmsift API in jobs of the "
+                    "allowed size and write every input row back, in input order, with every input column "
+                    "and the answer columns appended. From each cell the first host name is taken; blank "
+                    "cells and cells without one are written as REJECTED rows. Rejected rows, failed domains "
+                    "and a final count go to stderr. Exit codes: 0 every row answered, 3 finished but some rows "
+                    "were rejected or failed, 1 the run could not finish, 2 usage error.")
     classify.add_argument("domains", nargs="*", help="domains to classify")
-    classify.add_argument("--csv", type=Path, dest="csv_file", help="read domains from this CSV file")
-    classify.add_argument("--column", default="domain", help="CSV column holding the domains (default: domain)")
+    classify.add_argument("--csv", type=Path, dest="csv_file", help="read the rows of this CSV file")
+    classify.add_argument("--column", help="CSV column holding the domains (default: the first column named "
+                                           "domain, website, web site, url, homepage or site, any case; else "
+                                           "the one column whose name holds one of those words)")
+    classify.add_argument("--encoding", help="the CSV file's encoding (default: from its byte-order mark, else "
+                                             "UTF-8; e.g. cp1252 for Excel's Windows exports)")
+    classify.add_argument("--delimiter", help="the CSV delimiter (default: sniffed among , ; TAB |)")
     classify.add_argument("--api", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}", help="API base URL")
     classify.add_argument("--api-key", help="API key for an API that requires one (default: $FIRMSIFT_API_KEY; "
                                             "prefer the variable, arguments are visible to other users)")
     classify.add_argument("--classifier", default="cpg", help="classifier name (default: cpg)")
     classify.add_argument("--batch-size", type=int, default=10, help="domains per job (the API's limit; default 10)")
+    classify.add_argument("--jobs-in-flight", type=int, default=100,
+                          help="jobs submitted and not yet finished at any time (default 100)")
     classify.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
     classify.add_argument("--output", "-o", type=Path, help="write results to this file instead of stdout")
-    classify.add_argument("--timeout", type=float, default=3600, help="seconds to wait for all jobs (default 3600)")
+    classify.add_argument("--timeout", type=float, default=3600,
+                          help="give up when no answer arrived for this many seconds (default 3600)")
     classify.add_argument("--poll-interval", type=float, default=1.0, help="seconds between polls (default 1)")
 
     add_eval_parser(commands)

@@ -178,38 +178,6 @@ async def dead_letters(container: Container, action: str, limit: int) -> int:
 
 def classify(args: argparse.Namespace) -> int:
     # Imported here: the HTTP client is the CLI's, and `firmsift api` must not carry it (memory).
-    import httpx
+    from firmsift.entrypoints.classify_command import run_classify
 
-    from firmsift.entrypoints.classify_client import (
-        ClassifyClient,
-        ClientError,
-        ProgressLine,
-        read_domain_column,
-        write_results,
-    )
-
-    domains = list(args.domains)
-    try:
-        if args.csv_file is not None:
-            domains += read_domain_column(args.csv_file, args.column)
-        if not domains:
-            raise CommandError("no domains given: pass them as arguments or with --csv FILE")
-        if args.batch_size < 1:
-            raise CommandError("--batch-size must be at least 1")
-        api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        with httpx.Client(base_url=args.api, timeout=30, headers=headers) as http:
-            client = ClassifyClient(http, classifier=args.classifier, batch_size=args.batch_size,
-                                    poll_interval=args.poll_interval, timeout=args.timeout, progress=ProgressLine())
-            run = client.run(domains)
-    except ClientError as error:
-        raise CommandError(str(error)) from None
-    rows = run.rejected + run.results
-    if args.output is None:
-        write_results(rows, sys.stdout, args.format)
-    else:
-        with args.output.open("w", newline="", encoding="utf-8") as out:
-            write_results(rows, out, args.format)
-    for rejected in run.rejected:
-        print(f"rejected {json.dumps(rejected['domain'])}: {rejected['error']}", file=sys.stderr)
-    return EXIT_OK if run.all_answered else EXIT_FAILURE
+    return run_classify(args)

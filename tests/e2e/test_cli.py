@@ -88,10 +88,27 @@ def test_companies_import_refuses_unreadable_files(tmp_path: Path, content, mess
     assert result.returncode == 1 and message in result.stderr
 
 
-def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
+MESSY_EXPORT = (
+    "Company;Official website;Notes\r\n"
+    'Kimberly-Clark;www.kimberly-clark.com /en-us /;"Irving,\nTexas"\r\n'
+    "Kroger;thekrogerco.com kroger.com;\r\n"
+    "Axos;investors.axosfinancial.com /corporate-profile /default.aspx;\r\n"
+    "Blank;;\r\n"
+    "Words;Official website;\r\n"
+    "City Bank;https://www.citybank.com/;\r\n"
+    "Broken;broken-answer.com;\r\n"
+    "Mail;info@acme-snacks.com;\r\n"
+    "Acme;ACME-SNACKS.com/;\r\n"
+    "Kimberly again;kimberly-clark.com;\r\n"
+)
+
+
+def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path: Path) -> None:
     processes = Processes(tmp_path)
     try:
-        _llm, llm_port = processes.start_fake("tests.support.fake_llm_server")
+        script = tmp_path / "llm-script.json"
+        script.write_text(json.dumps({"*": {"broken-answer.com": {"content": "I would rather not say."}}}))
+        _llm, llm_port = processes.start_fake("tests.support.fake_llm_server", "--script", str(script))
         _search, search_port = processes.start_fake("tests.support.fake_search_server")
         processes.env = {
             "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
@@ -104,38 +121,61 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
         }
         port = free_port()
         serve = processes.firmsift("serve", "serve", "--port", str(port))
-        wait_healthy(f"http://127.0.0.1:{port}", serve)
+        api = f"http://127.0.0.1:{port}"
+        wait_healthy(api, serve)
 
-        source = tmp_path / "in.csv"
-        source.write_text("company,site\nA,acme-snacks.com\nB,https://www.citybank.com\nC,localhost\n"
-                          "D,d1.com\nE,d2.com\nF,d3.com\nG,d4.com\nH," + "x" * 300 + ".com\n")
+        source = tmp_path / "export.csv"
+        source.write_bytes(MESSY_EXPORT.encode("utf-8-sig"))  # Excel's "CSV UTF-8", a `;` locale
         out = tmp_path / "out.csv"
         env = {**processes.env}
-        result = firmsift("classify", "--csv", str(source), "--column", "site", "extra-brand.com",
-                          "--api", f"http://127.0.0.1:{port}", "--batch-size", "3", "--poll-interval", "0.2",
-                          "-o", str(out), env=env)
-        assert result.returncode == 1, result.stderr  # one input was rejected
-        assert "rejected \"localhost\"" in result.stderr
-        assert "classified 7/7 domains" in result.stderr
-        rows = list(csv.DictReader(io.StringIO(out.read_text())))
-        by_domain = {r["domain"]: r for r in rows}
-        assert by_domain["localhost"]["status"] == "REJECTED"
-        assert by_domain["x" * 300 + ".com"]["status"] == "REJECTED"  # echoed cut short, still matched
-        assert by_domain["citybank.com"]["answer"] == "False"
-        assert by_domain["acme-snacks.com"]["answer"] == "True"
-        assert {r["status"] for r in rows if r["domain"] != "localhost" and len(r["domain"]) < 300} == {"DONE"}
-        assert len({r["job_id"] for r in rows if r["job_id"]}) == 3  # 9 inputs, 7 valid, jobs of <= 3
+        result = firmsift("classify", "--csv", str(source), "--column", "official website", "--api", api,
+                          "--batch-size", "3", "--poll-interval", "0.2", "-o", str(out), env=env)
+        assert result.returncode == 3, result.stderr  # finished, with rows rejected or failed
+        assert "column 'Official website' of 3, utf-8-sig, delimiter ';'" in result.stderr
+        for line in ('line 4: took thekrogerco.com from "thekrogerco.com kroger.com" (not used: kroger.com)',
+                     'line 6: rejected "": blank cell', 'line 7: rejected "Official website": no host name',
+                     'line 10: rejected "info@acme-snacks.com": holds an email address',
+                     "line 9: failed broken-answer.com: ", "10 rows: 6 answered, 1 failed, 3 rejected"):
+            assert line in result.stderr
+        assert not (tmp_path / "out.csv.part").exists()
+        raw = out.read_bytes()
+        assert raw.startswith(b"\xef\xbb\xbf")  # the input had a BOM: Excel reads the output as UTF-8 too
+        header, *rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""), delimiter=";"))
+        source_rows = list(csv.reader(io.StringIO(MESSY_EXPORT, newline=""), delimiter=";"))
+        assert header == [*source_rows[0], "classified_domain", "status", "answer", "confidence", "reason", "source",
+                          "evidence", "error", "job_id"]
+        assert [r[:3] for r in rows] == source_rows[1:]  # every row, every input cell, in input order
+        answers = [(r[0], r[3], r[4], r[5]) for r in rows]
+        assert answers == [
+            ("Kimberly-Clark", "kimberly-clark.com", "DONE", "true"), ("Kroger", "thekrogerco.com", "DONE", "true"),
+            ("Axos", "investors.axosfinancial.com", "DONE", "true"), ("Blank", "", "REJECTED", ""),
+            ("Words", "", "REJECTED", ""), ("City Bank", "citybank.com", "DONE", "false"),
+            ("Broken", "broken-answer.com", "FAILED", ""), ("Mail", "", "REJECTED", ""),
+            ("Acme", "acme-snacks.com", "DONE", "true"), ("Kimberly again", "kimberly-clark.com", "DONE", "true")]
+        assert rows[6][10] and f"line 9: failed broken-answer.com: {rows[6][10]}" in result.stderr
+        assert len({r[11] for r in rows if r[11]}) == 2  # 6 unique domains in jobs of <= 3
 
-        as_json = firmsift("classify", "acme-snacks.com", "--api", f"http://127.0.0.1:{port}", "--format", "json",
-                           env=env)
+        as_json = firmsift("classify", "acme-snacks.com", "--api", api, "--format", "json", env=env)
         assert as_json.returncode == 0, as_json.stderr
         [answer] = json.loads(as_json.stdout)
-        assert answer["source"] == "cache" and answer["answer"] is True
+        assert answer["source"] == "cache" and answer["answer"] is True and answer["input"] == {"domain": "acme-snacks.com"}
+        assert "1 rows: 1 answered, 0 failed, 0 rejected" in as_json.stderr
         # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so -15 is a clean exit here.
         assert serve.stop() in (0, -15)
         assert "Application shutdown complete" in serve.log()
     finally:
         processes.stop_all()
+
+
+def test_classify_usage_and_input_errors(tmp_path: Path) -> None:
+    source = tmp_path / "in.csv"
+    source.write_text("Name,Web\nA,a.com\n")
+    both = firmsift("classify", "a.com", "--csv", str(source))
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert firmsift("classify").returncode == 2
+    missing = firmsift("classify", "--csv", str(source), "--column", "website", "--api", "http://127.0.0.1:9")
+    assert missing.returncode == 1
+    assert "no column 'website' (found: 'Name', 'Web')" in missing.stderr
 
 
 def test_classify_without_a_running_api_fails_clearly(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ _FORMAT_WORDS = ("response_format", "response format", "json_object", "json_sche
 # older llama.cpp), 501 (llama.cpp's "not supported").
 _REFUSAL_STATUSES = (400, 422, 500, 501)
 _LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
+_BARE_STATUS = re.compile(r"Error code: \d+")
 DETAIL_LIMIT = 300
 
 
@@ -112,9 +113,30 @@ def _provider_cause(exc: Exception, status: object) -> tuple[FailureCause, str]:
 
 
 def provider_message(exc: Exception) -> str:
-    """The provider's own words, without litellm's "litellm.X: X: OpenAIException - " prefixes."""
+    """The provider's own words, without litellm's "litellm.X: X: OpenAIException - " prefixes.
+
+    An error body the OpenAI client could not read a message from (LM Studio sends
+    `{"error": "<text>"}`) leaves only "Error code: 400" in the message: the body is used then.
+    """
     text = str(getattr(exc, "message", None) or exc)
-    return _LITELLM_PREFIX.sub("", text, count=1).strip() or text
+    text = _LITELLM_PREFIX.sub("", text, count=1).strip() or text
+    body = _error_body(exc)
+    if body and body not in text:
+        text = body if _BARE_STATUS.fullmatch(text) else f"{text} - {body}"
+    return text
+
+
+def _error_body(exc: BaseException) -> str | None:
+    for link in _chain(exc):
+        body = getattr(link, "body", None)
+        if isinstance(body, dict):
+            inner = body.get("error", body)
+            body = inner.get("message") if isinstance(inner, dict) and inner.get("message") else inner
+        if isinstance(body, str) and body.strip():
+            return body.strip()
+        if body:
+            return json.dumps(body, default=str)
+    return None
 
 
 def answered(exc: Exception) -> bool:

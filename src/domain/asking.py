@@ -11,12 +11,15 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.excerpts import excerpt
 from firmsift.domain.model import Answer, Classifier, Completion, Evidence, ResultStatus, Source
 from firmsift.domain.parsing import ParseFailure, parse_verdict
 from firmsift.domain.prompt import answer_schema, build_prompt
 
 if TYPE_CHECKING:
     from firmsift.ports.providers import LLM
+
+RAW_START_LENGTH = 160  # how much of an unreadable answer its error quotes (all of it is kept in raw_output)
 
 
 async def ask_llm(
@@ -47,7 +50,8 @@ async def ask_llm(
         return answer(status=ResultStatus.FAILED, error=f"LLM call failed: {error}", model=llm.model), None
     verdict = parse_verdict(completion.text, classifier.answer_field)
     if isinstance(verdict, ParseFailure):
-        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
+        began = excerpt(verdict.raw, RAW_START_LENGTH) or "(nothing)"
+        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}; it began: {began}",
                       raw_output=verdict.raw, model=completion.model), completion
     return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
                   reason=verdict.reason, raw_output=completion.text, model=completion.model), completion

@@ -11,6 +11,7 @@ from pydantic import SecretStr
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.completion_cache_file import CompletionCacheFile
 from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
+from firmsift.adapters.llm_endpoint import is_local_api_base
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import Readiness
@@ -43,8 +44,12 @@ def make_llm(settings: Settings) -> LLM:
         # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs no key, but the
         # OpenAI client refuses to send a request without one.
         key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
+    # A local server keeps generating for a request its client gave up on: retrying a timeout
+    # there only queues the retry behind the abandoned work (see LiteLLM).
     return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
-                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
+                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
+                   response_format=settings.llm_response_format,
+                   retry_timeouts=not is_local_api_base(settings.llm_api_base))
 
 
 def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:

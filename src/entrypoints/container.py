@@ -187,8 +187,11 @@ class Container(containers.DeclarativeContainer):
         max_retry_after=settings.provided.max_retry_after)
     llm_budget = providers.Singleton(RateBudget, settings.provided.llm_requests_per_minute)
     search_budget = providers.Singleton(RateBudget, settings.provided.search_requests_per_minute)
+    # None: each retry is logged; `firmsift eval` puts a RetryTally here to summarise them by cause.
+    llm_retry_tally = providers.Object(None)
     worker_llm = providers.Singleton(MeteredLLM, providers.Singleton(
-        RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy), metrics)
+        RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy,
+        tally=llm_retry_tally), metrics)
     worker_search = providers.Singleton(MeteredSearch, providers.Singleton(
         RetryingSearch, providers.Singleton(RateLimitedSearch, search, search_budget), search_retry_policy), metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)

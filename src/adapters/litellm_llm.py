@@ -140,7 +140,8 @@ class LiteLLM:
         if cause is FailureCause.FORMAT_REFUSED:
             sentence = (f"the provider refused response_format {mode.label} "
                         f"(FIRMSIFT_LLM_RESPONSE_FORMAT={self.response_format}): {sentence}")
-        transient = is_transient(exc)
+        # A refused format comes back refused (llama-cpp-python's 500 included): never retried.
+        transient = cause is not FailureCause.FORMAT_REFUSED and is_transient(exc)
         wait = retry_after_seconds(_response_headers(exc)) if transient else None
         return ProviderError(f"{self._where()}: {sentence}", retryable=transient, retry_after=wait,
                              cause=cause)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -13,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import litellm
+import openai
 import pytest
 
 from firmsift.adapters.litellm_llm import LiteLLM, OutputMode, refuses_output_format
@@ -455,8 +459,10 @@ async def test_a_pinned_format_is_the_only_one_sent(setting: str, kinds: list[st
     with fake as base_url:
         adapter = llm(base_url, response_format=setting)
         if setting == "json_schema":
-            with pytest.raises(ProviderError, match="refused response_format json_schema"):
+            with pytest.raises(ProviderError, match="refused response_format json_schema") as caught:
                 await ask(adapter)
+            assert not caught.value.retryable, "a 500 refusal comes back the same: no retry"
+            assert caught.value.cause is FailureCause.FORMAT_REFUSED
         else:
             await ask(adapter)
     assert [r.format_kind for r in fake.requests] == kinds
@@ -528,3 +534,28 @@ async def test_a_long_provider_message_is_cut_between_words(server: FakeLLMServe
     message = str(caught.value)
     assert message.endswith("word…")
     assert len(message) < 500
+
+
+@pytest.mark.parametrize(
+    ("cause", "sentence", "transient"),
+    [
+        (socket.gaierror(-2, "Name or service not known"), "could not resolve host llm.example.com (DNS)", True),
+        (ConnectionRefusedError(111, "Connection refused"), "connection refused by llm.example.com", True),
+        (ssl.SSLCertVerificationError(1, "certificate verify failed"), "TLS failed with llm.example.com", False),
+    ],
+    ids=["dns", "refused", "tls"],
+)
+def test_transport_failures_under_litellms_made_up_500_are_named(cause: Exception, sentence: str,
+                                                                 transient: bool) -> None:
+    """litellm reports each of these as "InternalServerError ... Connection error." with status 500."""
+    from firmsift.adapters.litellm_failures import classify, is_transient
+
+    wrapper = openai.APIConnectionError(request=httpx.Request("POST", "https://llm.example.com/v1"))
+    wrapper.__cause__ = cause
+    error = litellm.InternalServerError(message="OpenAIException - Connection error.", model="m",
+                                        llm_provider="openai")
+    error.__cause__ = wrapper
+    found, text = classify(error, "llm.example.com")
+    assert found is FailureCause.UNREACHABLE
+    assert sentence in text and "HTTP" not in text and "500" not in text
+    assert is_transient(error) is transient

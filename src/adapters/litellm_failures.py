@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import socket
+import ssl
 from collections.abc import Callable
 from typing import Any
 

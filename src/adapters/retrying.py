@@ -9,12 +9,13 @@ import math
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any, Literal, TypeVar
 
-from firmsift.domain.errors import ProviderError
+from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
 
@@ -68,11 +69,33 @@ class RetryPolicy:
         return backoff if retry_after is None else max(backoff, retry_after)
 
 
+class RetryTally:
+    """Retries counted by cause, for a summary in place of one log line per retry (`firmsift eval`)."""
+
+    def __init__(self) -> None:
+        self.by_cause: Counter[str] = Counter()
+
+    def record(self, error: ProviderError) -> None:
+        self.by_cause[_cause_of(error)] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_cause.values())
+
+    def summary(self) -> str:
+        """"12 retries (timeout 8, rate limited 4)", most frequent cause first; "no retries"."""
+        if not self.total:
+            return "no retries"
+        causes = ", ".join(f"{cause} {count}" for cause, count in self.by_cause.most_common())
+        return f"{self.total} {'retry' if self.total == 1 else 'retries'} ({causes})"
+
+
 class Retrier:
     """Runs provider calls under one RetryPolicy: the engine of RetryingLLM and RetryingSearch.
 
     `sleep`, `random` and `clock` (monotonic seconds) are injectable so that tests can check the
-    exact schedule without waiting for it."""
+    exact schedule without waiting for it. Each retry is logged as a warning naming its cause,
+    or, when a `tally` is given, counted there and logged only at debug level."""
 
     def __init__(
         self,
@@ -81,11 +104,13 @@ class Retrier:
         sleep: Sleep = asyncio.sleep,
         random: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.monotonic,
+        tally: RetryTally | None = None,
     ) -> None:
         self.policy = policy
         self._sleep = sleep
         self._random = random
         self._clock = clock
+        self.tally = tally
 
     async def run(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """The result of the first attempt that succeeds.
@@ -104,15 +129,19 @@ class Retrier:
                     return await attempt()
             except ProviderError as error:
                 delay = self._wait_or_give_up(error, number, started)
-                log.warning("provider call failed, trying again", extra={
-                    "provider": what, "attempt": number, "retry_in": round(delay, 3), "error": str(error)})
+                if self.tally is not None:
+                    self.tally.record(error)
+                log.log(logging.DEBUG if self.tally is not None else logging.WARNING,
+                        "provider call failed, trying again", extra={
+                            "provider": what, "attempt": number, "retry_in": round(delay, 3),
+                            "cause": _cause_of(error), "error": str(error)})
             except TimeoutError:
                 if not timer.expired():
                     raise  # not ours: the attempt's own business
                 raise ProviderError(
                     f"{what}: no answer within the {self.policy.deadline:g}s deadline "
                     f"(gave up after {_attempts(number)})",
-                    retryable=True,
+                    retryable=True, cause=FailureCause.TIMEOUT,
                 ) from None
             await self._sleep(delay)
 
@@ -165,10 +194,11 @@ class RetryingLLM(ClosesInner):
         sleep: Sleep = asyncio.sleep,
         random: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.monotonic,
+        tally: RetryTally | None = None,
     ) -> None:
         self.inner = llm
         self.model = llm.model
-        self.retrier = Retrier(policy, sleep=sleep, random=random, clock=clock)
+        self.retrier = Retrier(policy, sleep=sleep, random=random, clock=clock, tally=tally)
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
         return await self.retrier.run(
@@ -230,7 +260,13 @@ def _seconds(text: str) -> float | None:
 
 
 def _final(error: ProviderError, note: str) -> ProviderError:
-    return ProviderError(f"{error} ({note})", retryable=error.retryable, retry_after=error.retry_after)
+    return ProviderError(f"{error} ({note})", retryable=error.retryable, retry_after=error.retry_after,
+                         cause=error.cause)
+
+
+def _cause_of(error: ProviderError) -> str:
+    cause = getattr(error, "cause", FailureCause.OTHER)
+    return cause.value if isinstance(cause, FailureCause) else str(cause)
 
 
 def _attempts(number: int) -> str:

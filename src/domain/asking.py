@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.excerpts import excerpt
 from firmsift.domain.model import Answer, Classifier, Completion, Evidence, ResultStatus, Source
 from firmsift.domain.outside_text import storable, storable_completion, storable_error, storable_evidence
 from firmsift.domain.parsing import ParseFailure, parse_verdict
@@ -18,6 +19,8 @@ from firmsift.domain.prompt import answer_schema, build_prompt
 
 if TYPE_CHECKING:
     from firmsift.ports.providers import LLM
+
+RAW_START_LENGTH = 160  # how much of an unreadable answer its error quotes (all of it is kept in raw_output)
 
 
 async def ask_llm(
@@ -52,7 +55,8 @@ async def ask_llm(
                       model=llm.model), None
     verdict = parse_verdict(completion.text, classifier.answer_field)
     if isinstance(verdict, ParseFailure):
-        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}",
+        began = excerpt(verdict.raw, RAW_START_LENGTH) or "(nothing)"
+        return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}; it began: {began}",
                       raw_output=verdict.raw, model=completion.model), completion
     return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
                   # JSON escapes (\u0000, \ud800) decode to what the clean raw text did not hold.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 
@@ -67,17 +68,40 @@ class StaleReceipt(FirmsiftError):
     code = "stale_receipt"
 
 
+class FailureCause(str, enum.Enum):
+    """Why a provider call failed, in a word: what retry summaries and `firmsift llm check` name."""
+
+    MISSING_CREDENTIALS = "missing credentials"
+    UNREACHABLE = "unreachable"
+    TIMEOUT = "timeout"
+    FORMAT_REFUSED = "format refused"
+    RATE_LIMITED = "rate limited"
+    CONTENT_FILTER = "content filter"
+    CUT_OFF = "cut off"
+    MODEL_REFUSED = "model refused"
+    CREDENTIALS_REFUSED = "credentials refused"
+    NOT_FOUND = "not found"
+    PROMPT_TOO_LONG = "prompt too long"
+    PROVIDER_ERROR = "provider error"
+    UNREADABLE_RESPONSE = "unreadable response"
+    REJECTED = "request rejected"
+    OTHER = "other"
+
+
 class ProviderError(FirmsiftError):
     """An LLM or search provider failed for one domain; the job carries on.
 
     `retryable` says whether the same call may succeed if tried again later (the provider was
     busy, slow, unreachable or failed on its side), as opposed to a refusal or an answer that
     would come back the same. `retry_after` is the wait in seconds the provider asked for, if any.
+    `cause` names the kind of failure in a word (FailureCause).
     """
 
     code = "provider_error"
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
+                 cause: FailureCause = FailureCause.OTHER) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.cause = cause

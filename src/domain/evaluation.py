@@ -48,6 +48,7 @@ class Outcome:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0  # None: the model's price is unknown
     from_cache: bool = False  # the completion came from the LLM response cache: no call was paid for
+    raw_output: str | None = None  # what the model wrote, kept for unparseable answers
 
     @property
     def domain_seconds(self) -> float:

@@ -186,7 +186,7 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
                "cost_usd": run.pricing.cost(candidate.spec.model, prompt_tokens or 0, completion_tokens or 0)
                if reported else None}
     if answer.status is not ResultStatus.DONE:
-        return Outcome(item.domain, item.label, OutcomeKind.UNPARSEABLE, **common)
+        return Outcome(item.domain, item.label, OutcomeKind.UNPARSEABLE, raw_output=answer.raw_output, **common)
     return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=answer.answer,
                    confidence=answer.confidence, reason=answer.reason, **common)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -14,7 +15,9 @@ _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
 _TRUE = frozenset({"true", "yes", "1"})
 _FALSE = frozenset({"false", "no", "0"})
-_CONFIDENCE = re.compile(r"^\s*([1-5])(?:\.0+)?\s*$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+_FRACTION = re.compile(r"(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)")
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,9 @@ def _parse(raw: str, answer_field: str) -> ParsedVerdict | ParseFailure:
     answer = _read_bool(_field(document, answer_field, "answer"))
     if answer is None:
         return ParseFailure(f"{answer_field!r} is not clearly true or false", raw)
-    confidence = _read_confidence(document.get("confidence"))
+    confidence = read_confidence(document.get("confidence"))
     if confidence is None:
-        return ParseFailure("'confidence' is not an integer from 1 to 5", raw)
+        return ParseFailure("'confidence' is not a number from 0 to 100, a percentage or a fraction", raw)
     return ParsedVerdict(answer=answer, confidence=confidence, reason=_read_reason(document))
 
 
@@ -98,17 +101,53 @@ def _read_bool(value: object) -> bool | None:
     return None
 
 
-def _read_confidence(value: object) -> int | None:
+def read_confidence(value: object) -> int | None:
+    """A confidence on firmsift's 1-5 scale, from however the model wrote it; None if unreadable.
+
+    The one rule: the value is read as a share of certainty p from 0 to 1, then stored as
+    1 + 4p rounded half up. A number from 1 to 5 is on the 1-5 scale itself (p = (c - 1) / 4,
+    so 1-5 keep their value and 4.5 becomes 5); a number from 0 to below 1 is p itself (0.8);
+    a number above 5 up to 100 is a percentage (85, "85%"); "a/b" is a/b ("4/5"). Numbers may be
+    written as strings. Negative numbers, numbers above 100, booleans and words fail the answer.
+    Where the reading is ambiguous (6 on a 1-10 scale reads as 6 %), it errs low: a low confidence
+    is only re-asked sooner, never trusted longer.
+    """
+    share = _share_of_certainty(value)
+    if share is None:
+        return None
+    return 1 + math.floor(4 * share + 0.5)
+
+
+def _share_of_certainty(value: object) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value if 1 <= value <= 5 else None
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and 1 <= value <= 5 else None
     if isinstance(value, str):
-        match = _CONFIDENCE.match(value)
-        return int(match.group(1)) if match else None
+        return _share_from_text(value.strip())
+    if isinstance(value, (int, float)):
+        return _share_from_number(float(value))
     return None
+
+
+def _share_from_text(text: str) -> float | None:
+    if match := _PERCENT.fullmatch(text):
+        percent = float(match.group(1))
+        return percent / 100 if percent <= 100 else None
+    if match := _FRACTION.fullmatch(text):
+        part, whole = float(match.group(1)), float(match.group(2))
+        return part / whole if 0 < whole and part <= whole else None
+    if _NUMBER.fullmatch(text):
+        return _share_from_number(float(text))
+    return None
+
+
+def _share_from_number(number: float) -> float | None:
+    if not math.isfinite(number) or number < 0 or number > 100:
+        return None
+    if number < 1:
+        return number
+    if number <= 5:
+        return (number - 1) / 4
+    return number / 100
 
 
 def _read_reason(document: dict[str, object]) -> str:

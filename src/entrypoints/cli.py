@@ -1,4 +1,4 @@
-"""The `firmsift` command: serve, api, worker, classify, eval, companies import, replies, dlq, keys, db upgrade."""
+"""The `firmsift` command: serve, api, worker, classify, eval, llm check, companies import, replies, dlq, keys, db."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from firmsift.domain.errors import FirmsiftError
 from firmsift.entrypoints.settings import ConfigurationError
 from firmsift.entrypoints.eval_arguments import add_eval_parser
 from firmsift.entrypoints.key_commands import add_keys_parser
+from firmsift.entrypoints.llm_check import add_llm_parser
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
 
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--poll-interval", type=float, default=1.0, help="seconds between polls (default 1)")
 
     add_eval_parser(commands)
+    add_llm_parser(commands)
 
     companies = commands.add_parser("companies", help="manage the known-companies table")
     companies_commands = companies.add_subparsers(dest="companies_command", required=True, metavar="ACTION")

@@ -42,6 +42,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from firmsift.entrypoints.eval_command import run_eval  # litellm and the report code: only here
 
         return run_eval(args)
+    if args.command == "llm":
+        from firmsift.entrypoints.llm_check import run_llm_check  # imports litellm: only here
+
+        return run_llm_check(args)
     if args.command == "queues":
         return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
     # `db upgrade` applies the migrations itself, so it can say which ones it applied; the

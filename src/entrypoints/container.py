@@ -11,6 +11,7 @@ from pydantic import SecretStr
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.completion_cache_file import CompletionCacheFile
 from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
+from firmsift.adapters.llm_endpoint import is_local_api_base
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import IntakeOutcomes, Readiness
@@ -43,8 +44,12 @@ def make_llm(settings: Settings) -> LLM:
         # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs no key, but the
         # OpenAI client refuses to send a request without one.
         key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
+    # A local server keeps generating for a request its client gave up on: retrying a timeout
+    # there only queues the retry behind the abandoned work (see LiteLLM).
     return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
-                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
+                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
+                   response_format=settings.llm_response_format,
+                   retry_timeouts=not is_local_api_base(settings.llm_api_base))
 
 
 def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
@@ -183,8 +188,11 @@ class Container(containers.DeclarativeContainer):
         max_retry_after=settings.provided.max_retry_after)
     llm_budget = providers.Singleton(RateBudget, settings.provided.llm_requests_per_minute)
     search_budget = providers.Singleton(RateBudget, settings.provided.search_requests_per_minute)
+    # None: each retry is logged; `firmsift eval` puts a RetryTally here to summarise them by cause.
+    llm_retry_tally = providers.Object(None)
     worker_llm = providers.Singleton(MeteredLLM, providers.Singleton(
-        RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy), metrics)
+        RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy,
+        tally=llm_retry_tally), metrics)
     worker_search = providers.Singleton(MeteredSearch, providers.Singleton(
         RetryingSearch, providers.Singleton(RateLimitedSearch, search, search_budget), search_retry_policy), metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)

@@ -11,11 +11,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dependency_injector import providers
 from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
 from firmsift.adapters.classifier_files import ClassifierFileError, parse_classifier
 from firmsift.adapters.jsonl_file import JsonlFileError
+from firmsift.adapters.llm_endpoint import is_local_api_base
+from firmsift.adapters.retrying import RetryTally
 from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.evaluation_run import (
@@ -37,6 +40,7 @@ from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputErro
 from firmsift.entrypoints.eval_progress import ProgressBar
 from firmsift.entrypoints.eval_report import summary_table, write_reports
 from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.ports.evaluation import Pricing
 
 EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
 
@@ -46,6 +50,7 @@ def run_eval(args: argparse.Namespace) -> int:
     settings = Settings()
     base = Container(settings=settings)
     mode = "record" if args.record else "replay" if args.replay else "live"
+    tallies: dict[str, RetryTally] = {}
     folder = args.output or Path("eval-reports") / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{args.labels.stem}"
     try:
         labels = read_labels(args.labels)[: args.limit]
@@ -56,7 +61,7 @@ def run_eval(args: argparse.Namespace) -> int:
         declarations = (read_candidates(args.candidates) if args.candidates
                         else [CandidateDeclaration(name=settings.llm_model)])
         cache = None if args.no_cache else base.eval_cache(args.cache)
-        candidates = _candidates(declarations, base, args, mode, labels)
+        candidates = _candidates(declarations, base, args, mode, labels, tallies)
     except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots) as error:
         raise ConfigurationError(str(error)) from None
     except OSError as error:
@@ -64,7 +69,9 @@ def run_eval(args: argparse.Namespace) -> int:
     prices = {c.spec.model: (d.input_cost_per_million, d.output_cost_per_million)
               for c, d in zip(candidates, declarations, strict=True)
               if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
-    run = Evaluation(labels, candidates, base.eval_pricing(prices), cache=cache, known=_known(args, labels, base),
+    # A local server costs nothing per token: no price from litellm's map unless the candidate gave one.
+    local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base) and c.spec.model not in prices}
+    run = Evaluation(labels, candidates, _UnpricedModels(base.eval_pricing(prices), local), cache=cache, known=_known(args, labels, base),
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
     try:
@@ -83,10 +90,26 @@ def run_eval(args: argparse.Namespace) -> int:
     document = report_document(labels_file=str(args.labels), labels=labels, evidence=EVIDENCE_MODES[mode],
                                started_at=started, finished_at=datetime.now(UTC),
                                specs=[c.spec for c in candidates], outcomes=outcomes)
+    for candidate in document["candidates"]:
+        tally = tallies.get(candidate["name"], RetryTally())
+        candidate["retries"] = {"total": tally.total, "by_cause": dict(tally.by_cause.most_common())}
     written = write_reports(document, folder)
     print(summary_table(document))
+    for name, tally in tallies.items():
+        print(f"LLM retries for {name}: {tally.summary()}", file=sys.stderr)
     print("reports: " + ", ".join(str(path) for path in written), file=sys.stderr)
     return 0
+
+
+class _UnpricedModels:
+    """Pricing that knows no price for `models` (served locally), and defers to `inner` for the rest."""
+
+    def __init__(self, inner: Pricing, models: set[str]) -> None:
+        self.inner = inner
+        self.models = models
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        return None if model in self.models else self.inner.cost(model, prompt_tokens, completion_tokens)
 
 
 def _first(group: BaseExceptionGroup[OSError]) -> OSError:
@@ -106,9 +129,10 @@ def _writable_folder(folder: Path, option: str) -> None:
 
 
 def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
-                mode: str, labels: Sequence[LabelledDomain]) -> list[Candidate]:
-    """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries),
-    and its evidence source: one per search provider, shared by the candidates that use it."""
+                mode: str, labels: Sequence[LabelledDomain], tallies: dict[str, RetryTally]) -> list[Candidate]:
+    """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries,
+    counted by cause in `tallies` under the candidate's name), and its evidence source: one per
+    search provider, shared by the candidates that use it."""
     snapshots = base.eval_snapshots(args.snapshots)
     catalog = base.catalog()
     sources: dict[str, EvidenceSource] = {}
@@ -124,6 +148,7 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
         classifier = _classifier(declaration, catalog, args.classifier)
         spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
                              classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
+        container.llm_retry_tally.override(providers.Object(tallies.setdefault(declaration.name, RetryTally())))
         candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
     return candidates
 

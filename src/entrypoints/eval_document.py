@@ -7,10 +7,12 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from firmsift.adapters.llm_endpoint import is_local_api_base
 from firmsift.domain.evaluation import LabelledDomain, Outcome, Score, disagreements, score
 from firmsift.domain.evaluation_run import CandidateSpec
 
 SCHEMA = "firmsift-eval/1"
+RAW_OUTPUT_LIMIT = 2000  # characters of an unparseable answer kept in the report
 
 
 def report_document(
@@ -45,6 +47,10 @@ def report_document(
 
 
 def _candidate(spec: CandidateSpec, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    # A local server has no price: its cost is "n/a (local)" unless the candidate gave prices.
+    local = is_local_api_base(spec.api_base)
+    shown = [_outcome(o) | ({"cost_note": "local"} if local and o.cost_usd is None else {}) for o in outcomes]
+    metrics = _metrics(score(outcomes))
     return {
         "name": spec.name,
         "model": spec.model,
@@ -53,8 +59,8 @@ def _candidate(spec: CandidateSpec, outcomes: Sequence[Outcome]) -> dict[str, An
         "prompt_version": spec.prompt_version,
         "search": spec.search,
         "max_tokens": spec.max_tokens,
-        "metrics": _metrics(score(outcomes)),
-        "outcomes": [_outcome(o) for o in outcomes],
+        "metrics": metrics | ({"cost_note": "local"} if local and metrics["cost_usd"] is None else {}),
+        "outcomes": shown,
     }
 
 
@@ -102,6 +108,8 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
         "completion_tokens": outcome.completion_tokens,
         "cost_usd": outcome.cost_usd,
         "from_cache": outcome.from_cache,
+        # Untrusted model output, capped: every view escapes it.
+        "raw_output": None if outcome.raw_output is None else outcome.raw_output[:RAW_OUTPUT_LIMIT],
     }
 
 

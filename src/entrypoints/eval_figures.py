@@ -44,8 +44,25 @@ def percentiles(p50: float | None, p95: float | None) -> str:
     return f"{seconds(p50)} / {seconds(p95)}"
 
 
-def cost(value: float | None) -> str:
-    return "n/a (price unknown)" if value is None else f"${value:.4f}"
+def cost(value: float | None, note: str | None = None) -> str:
+    """A cost in US dollars; "n/a (local)" for a local server without prices, else "n/a (price unknown)"."""
+    if value is not None:
+        return f"${value:.4f}"
+    return "n/a (local)" if note == "local" else "n/a (price unknown)"
+
+
+def retries(candidate: Mapping[str, Any]) -> str:
+    """The LLM calls retried, by cause: "none", or "3 (timeout 2, rate limited 1)"."""
+    counted = candidate.get("retries") or {}
+    if not counted.get("total"):
+        return "none"
+    causes = ", ".join(f"{cause} {count}" for cause, count in counted.get("by_cause", {}).items())
+    return f"{counted['total']} ({causes})"
+
+
+def raw_output(outcome: Mapping[str, Any] | None) -> str | None:
+    """What the model wrote, for an answer that could not be read (None otherwise)."""
+    return outcome.get("raw_output") if outcome else None
 
 
 def duration(total_seconds: float) -> str:
@@ -64,7 +81,7 @@ def metric_row(candidate: Mapping[str, Any]) -> list[str]:
         percentiles(latency["llm_p50"], latency["llm_p95"]),
         f"{m['llm_calls']} ({m['cached_completions']})",
         f"{m['prompt_tokens']:,}/{m['completion_tokens']:,}",
-        cost(m["cost_usd"]),
+        cost(m["cost_usd"], m.get("cost_note")),
     ]
 
 

@@ -138,6 +138,7 @@ def _candidate(index: int, candidate: Mapping[str, Any]) -> str:
     about = " · ".join(f"{title} {e(candidate[key])}" for key, title in (
         ("model", "model"), ("api_base", "at"), ("classifier", "classifier"),
         ("prompt_version", "prompt"), ("search", "search")) if candidate.get(key) is not None)
+    about += f" · LLM retries {e(fig.retries(candidate))}"
     matrix = _table(["", "label yes", "label no"], [
         f'<tr><th>predicted yes</th><td>{int(confusion["true_positives"])}</td>'
         f'<td>{int(confusion["false_positives"])}</td></tr>',
@@ -165,8 +166,11 @@ def _domain_box(css: str, title: str, domains: Sequence[str], by_domain: Mapping
         confidence = outcome.get("confidence") if outcome else None
         stated = f" (confidence {int(confidence)})" if confidence is not None else ""
         note = fig.domain_note(outcome)
+        raw = fig.raw_output(outcome)
+        shown = (f"<details><summary>what the model wrote</summary><pre>{e(raw)}</pre></details>"
+                 if raw is not None else "")
         items.append(f"<li><code>{e(domain)}</code>{stated}"
-                     + (f' <span class="why">— {e(note)}</span>' if note else "") + "</li>")
+                     + (f' <span class="why">— {e(note)}</span>' if note else "") + shown + "</li>")
     listed = f"<ul>{''.join(items)}</ul>" if items else '<p class="note">none</p>'
     return f'<div class="box {e(css)}"><h4>{e(title)} ({len(domains)})</h4>{listed}</div>'
 
@@ -191,7 +195,7 @@ def _latency_table(candidates: Sequence[Mapping[str, Any]]) -> str:
         m, latency = c["metrics"], c["metrics"]["latency"]
         cells = [fig.seconds(latency[key]) for key in ("domain_p50", "domain_p95", "llm_p50", "llm_p95")]
         cells += [f"{m['llm_calls']:,}", f"{m['cached_completions']:,}", f"{m['prompt_tokens']:,}",
-                  f"{m['completion_tokens']:,}", fig.cost(m["cost_usd"])]
+                  f"{m['completion_tokens']:,}", fig.cost(m["cost_usd"], m.get("cost_note"))]
         rows.append(f"<tr><td>{e(c['name'])}</td>" + "".join(f'<td class="num">{e(x)}</td>' for x in cells) + "</tr>")
     return _table(["candidate", "domain p50", "domain p95", "LLM p50", "LLM p95", "LLM calls", "cached",
                    "prompt tokens", "completion tokens", "cost"], rows)
@@ -232,7 +236,7 @@ def _outcomes(candidate: Mapping[str, Any]) -> str:
         f'<td>{e(o["source"])}</td><td class="num">{e(fig.seconds(o["search_seconds"]))}</td>'
         f'<td class="num">{e(fig.seconds(o["llm_seconds"]))}</td>'
         f'<td class="num">{int(o["prompt_tokens"])}/{int(o["completion_tokens"])}</td>'
-        f'<td class="num">{e(fig.cost(o["cost_usd"]))}{" (cached)" if o["from_cache"] else ""}</td>'
+        f'<td class="num">{e(fig.cost(o["cost_usd"], o.get("cost_note")))}{" (cached)" if o["from_cache"] else ""}</td>'
         f'<td class="text">{e(fig.domain_note(o))}</td></tr>'
         for o in outcomes
     ]

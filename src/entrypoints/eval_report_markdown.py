@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from firmsift.domain.excerpts import excerpt
 from firmsift.entrypoints import eval_figures as fig
 
 # Reasons, errors, notes and names are LLM output and web text: in a table cell, a `|` would open a
@@ -18,6 +19,9 @@ _ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_":
 def escape(text: object) -> str:
     """Text safe in a Markdown table cell or list item: no markup, no line break."""
     return _LINE_BREAKS.sub(" ", str(text)).translate(_ESCAPES).strip()
+
+
+RAW_OUTPUT_SHOWN = 500  # characters of an unparseable answer in the Markdown report (report.json keeps more)
 
 
 def render_markdown(document: Mapping[str, Any]) -> str:
@@ -81,6 +85,7 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
                  (("model", "Model"), ("api_base", "API base"), ("classifier", "Classifier"),
                   ("prompt_version", "Prompt version"), ("search", "Search"))
                  if candidate.get(key) is not None]
+    described.append(f"- LLM retries: {escape(fig.retries(candidate))}")
     matrix = _table(["", "label yes", "label no"], [
         ["predicted yes", str(confusion["true_positives"]), str(confusion["false_positives"])],
         ["predicted no", str(confusion["false_negatives"]), str(confusion["true_negatives"])],
@@ -102,7 +107,7 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
          "reason / error"],
         [[o["domain"], o["label"], fig.verdict_cell(o), "yes" if o["correct"] else "NO", o["source"],
           fig.seconds(o["search_seconds"]), fig.seconds(o["llm_seconds"]),
-          f"{o['prompt_tokens']}/{o['completion_tokens']}", fig.cost(o["cost_usd"]), fig.domain_note(o)]
+          f"{o['prompt_tokens']}/{o['completion_tokens']}", fig.cost(o["cost_usd"], o.get("cost_note")), fig.domain_note(o)]
          for o in candidate["outcomes"]]))
     return parts
 
@@ -110,7 +115,9 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
 def _listed(domain: str, outcome: Mapping[str, Any] | None) -> str:
     confidence = "" if outcome is None or outcome["confidence"] is None else f" (confidence {outcome['confidence']})"
     note = fig.domain_note(outcome)
-    return f"- {escape(domain)}{confidence}" + (f": {escape(note)}" if note else "")
+    raw = fig.raw_output(outcome)
+    wrote = f"\n  - what the model wrote: {escape(excerpt(raw, RAW_OUTPUT_SHOWN))}" if raw is not None else ""
+    return f"- {escape(domain)}{confidence}" + (f": {escape(note)}" if note else "") + wrote
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], raw_from: int | None = None) -> str:

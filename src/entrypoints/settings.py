@@ -42,6 +42,8 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(60.0, gt=0)
     llm_max_tokens: int = Field(400, ge=16)
+    llm_response_format: Literal["auto", "json_schema", "json_object", "text"] = Field(
+        "auto", description="structured output to ask for: auto (negotiate, falling back on refusal) or one format")
     llm_concurrency: int = Field(8, ge=1, le=1024)
     answer_lease_seconds: float = Field(20.0, gt=0, description="LLM lease length, renewed while the call runs")
     llm_retry_attempts: int = Field(4, ge=1, le=10, description="tries per LLM call, the first included")

@@ -91,6 +91,14 @@ def test_every_figure_matches_the_hand_computation(env: dict[str, str], tmp_path
     assert (b["accuracy"], b["false_negatives"], b["failed"]) == (1.0, [], [])
     assert (b["prompt_tokens"], b["completion_tokens"]) == (16000, 400)
     assert b["cost_usd"] is None  # "openai/model-b" is in no price list and the file gives none
+    assert b["cost_note"] == "local" and "n/a (local)" in stdout  # its API base is on loopback
+    echo = {o["domain"]: o for o in by_name(document)["model-a"]["outcomes"]}["echo-drinks.com"]
+    assert echo["raw_output"] == "I think it probably is one."
+    assert "it began: I think it probably is one." in echo["error"]
+    assert "what the model wrote: I think it probably is one." in (tmp_path / "report" / "report.md").read_text()
+    assert "<pre>I think it probably is one.</pre>" in (tmp_path / "report" / "report.html").read_text()
+    # golf's timeout is not retried here (FIRMSIFT_LLM_RETRY_ATTEMPTS=1): the summary says so, once.
+    assert by_name(document)["model-a"]["retries"] == {"total": 0, "by_cause": {}}
     assert [row["domain"] for row in document["disagreements"]] == [
         "bravo-foods.com", "delta-retail.com", "echo-drinks.com", "foxtrot-freight.com", "golf-pet.com"]
     # One search per domain, although two candidates use the provider.
@@ -249,3 +257,18 @@ def test_a_candidates_key_is_sent_but_never_written(env: dict[str, str], tmp_pat
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert written and not any(secret in p.read_text(errors="replace") for p in written)
     assert secret not in result.stdout + result.stderr
+
+
+def test_retries_are_summarised_by_cause_not_logged_one_by_one(env: dict[str, str], tmp_path: Path) -> None:
+    # foxtrot answers 500 for model-a every time: with 3 attempts, two retries; golf's timeout is on a
+    # loopback (local) server, so it is not retried at all.
+    result = run_cli({**env, "FIRMSIFT_LLM_RETRY_ATTEMPTS": "3", "FIRMSIFT_RETRY_BASE_DELAY": "0.01"}, "eval",
+                     str(LABELS), "--candidates", str(CANDIDATES), "--snapshots", str(tmp_path / "snapshots"),
+                     "--record", "--no-cache", "--output", str(tmp_path / "report"))
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert by_name(document)["model-a"]["retries"] == {"total": 2, "by_cause": {"provider error": 2}}
+    assert by_name(document)["model-b"]["retries"] == {"total": 0, "by_cause": {}}
+    assert "LLM retries for model-a: 2 retries (provider error 2)" in result.stderr
+    assert "trying again" not in result.stderr
+    assert "LLM retries: 2 (provider error 2)" in (tmp_path / "report" / "report.md").read_text()

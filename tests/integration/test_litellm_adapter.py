@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -13,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import litellm
+import openai
 import pytest
 
 from firmsift.adapters.litellm_llm import LiteLLM, OutputMode, refuses_output_format
-from firmsift.domain.errors import ProviderError
-from tests.support.fake_llm_server import FakeLLMServer
+from firmsift.adapters.output_modes import FormatMemory
+from firmsift.domain.errors import FailureCause, ProviderError
+from tests.support.fake_llm_server import FakeLLMServer, load_fixture
 
 API_KEY = "sk-test-secret"
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +50,7 @@ def server() -> Iterator[FakeLLMServer]:
 
 def llm(base_url: str, **options: Any) -> LiteLLM:
     options.setdefault("timeout", 10.0)
+    options.setdefault("formats", FormatMemory())  # a port reused by the OS must not inherit a memory
     return LiteLLM("openai/fake-model", api_base=base_url, api_key=API_KEY, **options)
 
 
@@ -353,3 +359,203 @@ async def test_the_standalone_server_answers_by_domain_and_logs_each_call(
     }
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [line["domain"] for line in lines] == ["acme-snacks.com", "firstbank.com"]
+
+
+# --- real servers' refusals, replayed from tests/fixtures/providers ------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "fixture",
+    ["llama-cpp-python-json-schema-refused", "llama-cpp-server-json-schema-refused-2024",
+     "llama-cpp-server-type-refused", "vllm-xgrammar-schema-refused"],
+)
+async def test_a_real_servers_refusal_of_json_schema_falls_back_whatever_its_status(fixture: str) -> None:
+    fake = FakeLLMServer(refuse={"json_schema": load_fixture(fixture)})
+    with fake as base_url:
+        adapter = llm(base_url)
+        first = await ask(adapter)
+        second = await ask(adapter)
+
+    assert first.text and second.text
+    assert [r.format_kind for r in fake.requests] == ["json_schema", "json_object+schema", "json_object+schema"]
+    assert adapter.mode is OutputMode.JSON_OBJECT_WITH_SCHEMA
+
+
+@pytest.mark.anyio
+async def test_llama_cpp_pythons_own_500_that_is_not_about_the_format_is_a_transient_provider_error() -> None:
+    fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-decode-failed")})
+    with fake as base_url:
+        adapter = llm(base_url)
+        with pytest.raises(ProviderError) as caught:
+            await ask(adapter)
+
+    assert len(fake.requests) == 1
+    assert adapter.mode is OutputMode.JSON_SCHEMA
+    assert caught.value.retryable and caught.value.cause is FailureCause.PROVIDER_ERROR
+    assert "HTTP 500" in str(caught.value) and "llama_decode returned -3" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_the_fallback_is_remembered_per_model_and_api_base_across_adapters() -> None:
+    memory = FormatMemory()
+    fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
+    with fake as base_url:
+        await ask(llm(base_url, formats=memory))
+        await ask(llm(base_url + "/", formats=memory))  # the same server, spelled with a slash
+        other_model = LiteLLM("openai/other-model", api_base=base_url, api_key=API_KEY, formats=memory)
+        await ask(other_model)
+
+    assert [r.format_kind for r in fake.requests] == [
+        "json_schema", "json_object+schema",  # the first adapter learns
+        "json_object+schema",  # a second adapter for the same model and server starts there
+        "json_schema", "json_object+schema",  # another model on that server asks for itself
+    ]
+
+
+@pytest.mark.anyio
+async def test_the_switch_is_logged_once_however_many_calls_were_refused_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
+    with fake as base_url, caplog.at_level("WARNING", logger="firmsift.adapters.litellm_llm"):
+        adapter = llm(base_url)
+        async with anyio.create_task_group() as calls:
+            for _ in range(4):
+                calls.start_soon(ask, adapter)
+
+    switches = [r for r in caplog.records if "refused a response format" in r.getMessage()]
+    assert len(switches) == 1
+    assert switches[0].refused == "json_schema" and switches[0].using == "json_object with schema"
+    assert "Input should be 'text' or 'json_object'" in switches[0].reason
+
+
+@pytest.mark.anyio
+async def test_lm_studio_refusing_json_object_when_that_format_is_pinned_names_the_setting() -> None:
+    fake = FakeLLMServer(refuse={"json_object": load_fixture("lm-studio-json-object-refused")})
+    with fake as base_url:
+        with pytest.raises(ProviderError) as caught:
+            await ask(llm(base_url, response_format="json_object"))
+
+    assert [r.format_kind for r in fake.requests] == ["json_object+schema", "json_object"]
+    error = caught.value
+    assert error.cause is FailureCause.FORMAT_REFUSED and not error.retryable
+    assert "FIRMSIFT_LLM_RESPONSE_FORMAT=json_object" in str(error)
+    assert "'response_format.type' must be 'json_schema' or 'text'" in str(error)
+
+
+@pytest.mark.anyio
+async def test_lm_studio_is_asked_for_json_schema_first_and_never_for_json_object() -> None:
+    fake = FakeLLMServer(refuse={"json_object": load_fixture("lm-studio-json-object-refused")})
+    with fake as base_url:
+        await ask(llm(base_url))
+    assert [r.format_kind for r in fake.requests] == ["json_schema"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("setting", "kinds"), [("json_schema", ["json_schema"]), ("text", ["none"])])
+async def test_a_pinned_format_is_the_only_one_sent(setting: str, kinds: list[str]) -> None:
+    fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
+    with fake as base_url:
+        adapter = llm(base_url, response_format=setting)
+        if setting == "json_schema":
+            with pytest.raises(ProviderError, match="refused response_format json_schema") as caught:
+                await ask(adapter)
+            assert not caught.value.retryable, "a 500 refusal comes back the same: no retry"
+            assert caught.value.cause is FailureCause.FORMAT_REFUSED
+        else:
+            await ask(adapter)
+    assert [r.format_kind for r in fake.requests] == kinds
+
+
+def test_an_unknown_response_format_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="auto, json_schema, json_object, text"):
+        llm("http://127.0.0.1:9/v1", response_format="xml")
+
+
+# --- failures that name their cause ---------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_missing_credentials_name_both_variables_and_make_no_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    calls: list[Any] = []
+
+    async def record(**options: Any) -> None:
+        calls.append(options)
+
+    monkeypatch.setattr(litellm, "acompletion", record)
+    with pytest.raises(ProviderError) as caught:
+        await ask(LiteLLM("gpt-4o-mini", formats=FormatMemory()))
+
+    message = str(caught.value)
+    assert caught.value.cause is FailureCause.MISSING_CREDENTIALS and not caught.value.retryable
+    assert "FIRMSIFT_LLM_API_KEY" in message and "OPENAI_API_KEY" in message
+    assert "HTTP" not in message
+    assert calls == []
+
+
+@pytest.mark.anyio
+async def test_a_refused_connection_names_the_host_and_no_http_status() -> None:
+    fake = FakeLLMServer()
+    base_url, host = fake.base_url, f"127.0.0.1:{fake.port}"
+    fake.stop()
+
+    with pytest.raises(ProviderError) as caught:
+        await ask(llm(base_url))
+    assert caught.value.cause is FailureCause.UNREACHABLE and caught.value.retryable
+    assert f"connection refused by {host}" in str(caught.value)
+    assert "HTTP" not in str(caught.value) and "500" not in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(server: FakeLLMServer) -> None:
+    with pytest.raises(ProviderError) as caught:
+        await ask(llm(server.base_url.replace("http://", "https://")))
+    assert caught.value.cause is FailureCause.UNREACHABLE and not caught.value.retryable
+    assert "TLS failed with 127.0.0.1" in str(caught.value)
+    assert "HTTP" not in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_timeout_on_a_local_server_is_not_retryable_when_so_configured(server: FakeLLMServer) -> None:
+    server.enqueue(ANSWER, delay=10)
+    with pytest.raises(ProviderError) as caught:
+        await ask(llm(server.base_url, timeout=0.3, retry_timeouts=False))
+    assert caught.value.cause is FailureCause.TIMEOUT and not caught.value.retryable
+    assert "local server would still be busy" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_long_provider_message_is_cut_between_words(server: FakeLLMServer) -> None:
+    server.enqueue("word " * 200 + "end", status=400)
+    with pytest.raises(ProviderError) as caught:
+        await ask(llm(server.base_url))
+    message = str(caught.value)
+    assert message.endswith("word…")
+    assert len(message) < 500
+
+
+@pytest.mark.parametrize(
+    ("cause", "sentence", "transient"),
+    [
+        (socket.gaierror(-2, "Name or service not known"), "could not resolve host llm.example.com (DNS)", True),
+        (ConnectionRefusedError(111, "Connection refused"), "connection refused by llm.example.com", True),
+        (ssl.SSLCertVerificationError(1, "certificate verify failed"), "TLS failed with llm.example.com", False),
+    ],
+    ids=["dns", "refused", "tls"],
+)
+def test_transport_failures_under_litellms_made_up_500_are_named(cause: Exception, sentence: str,
+                                                                 transient: bool) -> None:
+    """litellm reports each of these as "InternalServerError ... Connection error." with status 500."""
+    from firmsift.adapters.litellm_failures import classify, is_transient
+
+    wrapper = openai.APIConnectionError(request=httpx.Request("POST", "https://llm.example.com/v1"))
+    wrapper.__cause__ = cause
+    error = litellm.InternalServerError(message="OpenAIException - Connection error.", model="m",
+                                        llm_provider="openai")
+    error.__cause__ = wrapper
+    found, text = classify(error, "llm.example.com")
+    assert found is FailureCause.UNREACHABLE
+    assert sentence in text and "HTTP" not in text and "500" not in text
+    assert is_transient(error) is transient

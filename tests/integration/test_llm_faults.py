@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 import traceback
@@ -13,11 +14,14 @@ from typing import Any
 import pytest
 
 from firmsift.adapters.litellm_llm import LiteLLM
+from firmsift.adapters.output_modes import FormatMemory
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM
 from firmsift.adapters.retrying import RetryingLLM, RetryPolicy
 from firmsift.domain.errors import ProviderError
 from firmsift.ports.providers import LLM, Completion
-from tests.support.fake_llm_server import FakeLLMServer, Reply
+from firmsift.entrypoints.container import make_llm
+from firmsift.entrypoints.settings import Settings
+from tests.support.fake_llm_server import FakeLLMServer, Reply, load_fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +50,7 @@ class RecordedSleep:
 
 
 def real_llm(base_url: str, timeout: float = 10.0) -> LiteLLM:
-    return LiteLLM("openai/fake-model", api_base=base_url, api_key=API_KEY, timeout=timeout)
+    return LiteLLM("openai/fake-model", api_base=base_url, api_key=API_KEY, timeout=timeout, formats=FormatMemory())
 
 
 async def ask(llm: LLM) -> Completion:
@@ -169,6 +173,31 @@ async def test_a_hanging_server_times_out_each_attempt_then_fails_in_bounded_tim
     assert "timed out" in str(error) and "gave up after 3 attempts" in str(error)
     assert len(hanging.requests) == 3
     assert 0.9 <= elapsed < 4
+
+
+async def test_a_timed_out_call_to_a_local_server_is_not_retried_so_no_abandoned_work_piles_up() -> None:
+    """A single-slot local server (llama-cpp-python) keeps generating for a request its client
+    abandoned; a retry would queue behind it and time out in turn. The container marks a local
+    API base's timeouts as final: one request, not four."""
+    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))
+    with hanging as base_url:
+        settings = Settings(llm_model="openai/fake-model", llm_api_base=base_url, llm_timeout=0.3)
+        llm = make_llm(settings)
+        error = await failure(RetryingLLM(llm, RetryPolicy(attempts=4, base_delay=0.01)))
+
+    assert len(hanging.requests) == 1
+    assert "timed out" in str(error) and "local server" in str(error)
+    assert make_llm(Settings(llm_model="gpt-4o-mini", llm_api_key="k")).retry_timeouts is True
+
+
+async def test_llama_cpp_pythons_500_refusal_is_not_retried_but_answered_in_the_next_format() -> None:
+    """The issue's failure: the 500 refusal was retried 4 times and never fell back."""
+    fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
+    with fake as base_url:
+        completion = await ask(RetryingLLM(real_llm(base_url), QUICK))
+
+    assert json.loads(completion.text)["is_cpg"] is True
+    assert [r.format_kind for r in fake.requests] == ["json_schema", "json_object+schema"]
 
 
 async def test_the_deadline_bounds_a_hanging_server_across_attempts() -> None:

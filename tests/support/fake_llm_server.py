@@ -18,6 +18,7 @@ from typing import Any
 from tests.support.loopback_http import ServerThread
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+PROVIDER_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers"
 
 # What llama.cpp's server answers when asked for OpenAI's json_schema response format.
 LLAMA_CPP_JSON_SCHEMA_REFUSAL = (
@@ -45,6 +46,18 @@ class Reply:
     model: str = "fake-model"
     headers: tuple[tuple[str, str], ...] = ()
     tokens: tuple[int, int] = (10, 10)  # (prompt, completion) tokens reported in `usage`
+    content_type: str = "application/json"
+
+
+def load_fixture(name: str) -> Reply:
+    """A real server's recorded answer (tests/fixtures/providers/NAME.json) as a Reply: the same
+    status, headers and body bytes."""
+    recorded = json.loads((PROVIDER_FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    headers = {name.lower(): value for name, value in recorded.get("headers", {}).items()}
+    headers.pop("server", None)  # the fake's own Server header stands in for it
+    content_type = headers.pop("content-type", "application/json")
+    return Reply(status=recorded["status"], body=json.dumps(recorded["body"]), content_type=content_type,
+                 headers=tuple(headers.items()))
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,15 @@ class ReceivedRequest:
     def response_format_type(self) -> str | None:
         return (self.response_format or {}).get("type")
 
+    @property
+    def format_kind(self) -> str:
+        """What the request asked for, as `refuse` keys name it: json_schema, json_object with
+        schema ("json_object+schema"), json_object, or "none"."""
+        kind = self.response_format_type
+        if kind == "json_object" and "schema" in (self.response_format or {}):
+            return "json_object+schema"
+        return kind or "none"
+
 
 @dataclass
 class Decision:
@@ -79,6 +101,8 @@ class FakeLLMServer:
     first-in first-out; when the queue is empty, `default` is served, or, if `default` is None, a
     deterministic JSON answer for the boolean field the request asks for (see `scripted_answer`).
     Every request is recorded in `requests`, refused ones included, so tests can count calls.
+    `refuse` answers requests for a format kind (see ReceivedRequest.format_kind; "json_object"
+    covers both json_object kinds) with a fixed reply, typically a real server's (load_fixture).
     """
 
     def __init__(
@@ -93,8 +117,10 @@ class FakeLLMServer:
         decision: Decision | None = None,
         log_path: Path | None = None,
         keep_alive: bool = False,
+        refuse: dict[str, Reply] | None = None,
     ) -> None:
         self.default = default
+        self.refuse = dict(refuse or {})
         # Real providers keep connections open; tests that stop and restart the server default
         # to closing each one, so no client holds a connection to a server that went away.
         self.keep_alive = keep_alive
@@ -172,7 +198,8 @@ class FakeLLMServer:
         if reply is None:
             reply = self.default or Reply(content=json.dumps(scripted_answer(received.body, self.decision)))
         self._log(received, reply)
-        return reply.status, _encode(reply), max(reply.delay, self.delay), reply.headers
+        headers = reply.headers + (("content-type", reply.content_type),)
+        return reply.status, _encode(reply), max(reply.delay, self.delay), headers
 
     def _scripted(self, body: Any) -> Reply | None:
         domain = requested_domain(body)
@@ -187,6 +214,9 @@ class FakeLLMServer:
 
     def _refusal(self, received: ReceivedRequest) -> Reply | None:
         kind = received.response_format_type
+        scripted = self.refuse.get(received.format_kind) or self.refuse.get(kind or "none")
+        if scripted is not None:
+            return scripted
         if self.reject_response_format and received.response_format is not None:
             return Reply(RESPONSE_FORMAT_REFUSAL, status=400)
         if self.reject_json_schema and kind == "json_schema":
@@ -202,6 +232,7 @@ class FakeLLMServer:
                 "path": received.path,
                 "domain": requested_domain(received.body),
                 "response_format": received.response_format_type,
+                "format": received.format_kind,
                 "status": reply.status,
                 "content": reply.content,
             }
@@ -230,10 +261,12 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self._send(status, payload, extra)
 
         def _send(self, status: int, payload: bytes, extra: tuple[tuple[str, str], ...] = ()) -> None:
+            content_type = next((v for k, v in extra if k == "content-type"), "application/json")
+            extra = tuple((k, v) for k, v in extra if k != "content-type")
             self.close_connection = not server.keep_alive
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 if not server.keep_alive:
                     self.send_header("Connection", "close")
@@ -347,6 +380,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reject-json-schema", action="store_true", help="400 on json_schema, like llama.cpp")
     parser.add_argument("--reject-response-format", action="store_true", help="400 on any response_format")
     parser.add_argument("--keep-alive", action="store_true", help="keep connections open, as real providers do")
+    parser.add_argument("--refuse", action="append", default=[], metavar="KIND=FIXTURE",
+                        help="answer requests for a format kind (json_schema, json_object, json_object+schema, "
+                             "none) with a recorded server answer from tests/fixtures/providers")
     parser.add_argument("--script", type=Path, help='JSON replies by model and domain: {"*": {"a.com": {"content": ...}}}')
     args = parser.parse_args(argv)
     server = FakeLLMServer(
@@ -358,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         reject_json_schema=args.reject_json_schema,
         reject_response_format=args.reject_response_format,
         keep_alive=args.keep_alive,
+        refuse={kind: load_fixture(name) for kind, _, name in (rule.partition("=") for rule in args.refuse)},
     )
     if args.script:
         server.script_file(args.script)

@@ -5,7 +5,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from firmsift.domain.parsing import ParsedVerdict, ParseFailure, parse_verdict
+from firmsift.domain.parsing import ParsedVerdict, ParseFailure, parse_verdict, read_confidence
 
 
 def ok(answer: bool, confidence: int, reason: str = "r") -> ParsedVerdict:
@@ -42,9 +42,13 @@ def test_accepted_spellings(raw: str, expected: ParsedVerdict) -> None:
         ('{"is_cpg": 2, "confidence": 3}', "not clearly true or false"),
         ('{"is_cpg": null, "confidence": 3}', "not clearly true or false"),
         ('{"confidence": 3}', "not clearly true or false"),
-        ('{"is_cpg": true, "confidence": 0}', "confidence"),
-        ('{"is_cpg": true, "confidence": 6}', "confidence"),
-        ('{"is_cpg": true, "confidence": 4.5}', "confidence"),
+        ('{"is_cpg": true, "confidence": -1}', "confidence"),
+        ('{"is_cpg": true, "confidence": 101}', "confidence"),
+        ('{"is_cpg": true, "confidence": "120%"}', "confidence"),
+        ('{"is_cpg": true, "confidence": "6/5"}', "confidence"),
+        ('{"is_cpg": true, "confidence": "4/0"}', "confidence"),
+        ('{"is_cpg": true, "confidence": 1e999}', "confidence"),
+        ('{"is_cpg": true, "confidence": null}', "confidence"),
         ('{"is_cpg": true, "confidence": true}', "confidence"),
         ('{"is_cpg": true, "confidence": "high"}', "confidence"),
         ("<think>{\"is_cpg\": true, \"confidence\": 5}", "no JSON object"),
@@ -87,3 +91,59 @@ def test_every_accepted_spelling_round_trips(answer, confidence, as_string, fenc
     raw = f"<think>{think}</think>{body}{trailing}"
     result = parse_verdict(raw, "is_cpg")
     assert result == ParsedVerdict(answer=answer in TRUE_SPELLINGS, confidence=confidence, reason="x")
+
+
+# --- confidence: one rule, p = share of certainty, stored as 1 + 4p rounded half up -----------
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        (0, 1), (0.0, 1), ("0", 1),  # no certainty at all
+        (0.8, 4), ("0.8", 4), (0.5, 3), (0.99, 5), (".9", 5),  # a share of certainty
+        (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (4.0, 4), ("4.0", 4), (4.5, 5), (2.4, 2),  # the 1-5 scale
+        (100, 5), (85, 4), ("85%", 4), ("85 %", 4), (50, 3), (6, 1), ("100%", 5), ("0%", 1),  # percentages
+        ("4/5", 4), ("5/5", 5), ("3 / 5", 3), ("8/10", 4), ("0/5", 1),  # fractions
+    ],
+)
+def test_confidence_written_in_any_real_models_way_lands_on_the_scale(written: object, stored: int) -> None:
+    assert read_confidence(written) == stored
+    raw = json.dumps({"is_cpg": True, "confidence": written, "reasoning": "r"})
+    assert parse_verdict(raw, "is_cpg") == ok(True, stored)
+
+
+@given(st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12)))
+def test_a_confidence_is_on_the_scale_or_refused(value: object) -> None:
+    assert read_confidence(value) in (None, 1, 2, 3, 4, 5)
+
+
+@given(st.floats(min_value=0, max_value=100))
+def test_every_number_from_0_to_100_is_read_and_the_same_as_text(value: float) -> None:
+    assert read_confidence(value) is not None
+    assert read_confidence(repr(value)) == read_confidence(value) or "e" in repr(value)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not 0 <= v <= 100))
+def test_numbers_outside_0_to_100_are_refused(value: float) -> None:
+    assert read_confidence(value) is None
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.0, 0.999999), (1.0, 5.0), (5.000001, 100.0)])
+@given(data=st.data())
+def test_within_each_way_of_writing_it_more_certain_is_never_less_confident(low: float, high: float, data) -> None:
+    a = data.draw(st.floats(min_value=low, max_value=high))
+    b = data.draw(st.floats(min_value=a, max_value=high))
+    assert read_confidence(a) <= read_confidence(b)
+
+
+@given(st.integers(1, 5))
+def test_the_1_to_5_scale_is_kept_as_written(value: int) -> None:
+    assert read_confidence(value) == read_confidence(float(value)) == read_confidence(str(value)) == value
+
+
+@given(part=st.integers(0, 100), whole=st.integers(1, 100))
+def test_a_fraction_and_its_percentage_agree(part: int, whole: int) -> None:
+    if part <= whole:
+        assert read_confidence(f"{part}/{whole}") == read_confidence(f"{100 * part / whole}%")
+    else:
+        assert read_confidence(f"{part}/{whole}") is None

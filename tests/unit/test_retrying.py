@@ -260,3 +260,45 @@ def test_any_retry_after_value_reads_as_none_or_a_finite_wait(value: str, millis
     for headers in ({"Retry-After": value}, {"Retry-After-Ms": millis}):
         seconds = retry_after_seconds(headers, now=NOW)
         assert seconds is None or (math.isfinite(seconds) and seconds >= 0)
+
+
+@pytest.mark.anyio
+async def test_a_tally_counts_retries_by_cause_and_keeps_them_out_of_the_warnings(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from firmsift.adapters.retrying import RetryTally
+    from firmsift.domain.errors import FailureCause
+
+    llm, fake, tally = ScriptedLLM(ANSWER), FakeTime(), RetryTally()
+    llm.enqueue(ProviderError("slow", retryable=True, cause=FailureCause.TIMEOUT), busy(),
+                ProviderError("slow", retryable=True, cause=FailureCause.TIMEOUT))
+    retried = RetryingLLM(llm, RetryPolicy(), sleep=fake.sleep, random=lambda: 0.0, clock=fake.clock, tally=tally)
+
+    with caplog.at_level("DEBUG", logger="firmsift.adapters.retrying"):
+        assert await ask(retried) == ANSWER
+    assert tally.summary() == "3 retries (timeout 2, other 1)"
+    assert [r.levelname for r in caplog.records] == ["DEBUG"] * 3
+    assert [r.cause for r in caplog.records] == ["timeout", "other", "timeout"]
+    assert RetryTally().summary() == "no retries"
+
+
+@pytest.mark.anyio
+async def test_without_a_tally_each_retry_is_a_warning_naming_its_cause(caplog: pytest.LogCaptureFixture) -> None:
+    from firmsift.domain.errors import FailureCause
+
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(ProviderError("429", retryable=True, cause=FailureCause.RATE_LIMITED))
+    with caplog.at_level("WARNING", logger="firmsift.adapters.retrying"):
+        await ask(retrying(llm, fake))
+    [record] = caplog.records
+    assert record.levelname == "WARNING" and record.cause == "rate limited"
+
+
+@pytest.mark.anyio
+async def test_the_final_error_keeps_the_cause() -> None:
+    from firmsift.domain.errors import FailureCause
+
+    llm, fake = ScriptedLLM(ProviderError("slow", retryable=True, cause=FailureCause.TIMEOUT)), FakeTime()
+    with pytest.raises(ProviderError) as caught:
+        await ask(retrying(llm, fake, attempts=2))
+    assert caught.value.cause is FailureCause.TIMEOUT

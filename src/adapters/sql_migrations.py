@@ -109,9 +109,18 @@ def _m002_keys_idempotency_leases(_dialect: str) -> list[str]:
     ]
 
 
+def _m003_evidence_status(_dialect: str) -> list[str]:
+    # How the search for an answer's evidence went (found / none: why); NULL where no search ran.
+    return [
+        "ALTER TABLE answers ADD COLUMN evidence_status TEXT",
+        "ALTER TABLE job_domains ADD COLUMN evidence_status TEXT",
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m001_initial),
     Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
+    Migration(3, "evidence_status", _m003_evidence_status),
 )
 
 CREATE_MIGRATIONS_TABLE = (

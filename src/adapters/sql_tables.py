@@ -36,6 +36,7 @@ job_domains = Table(
     Column("evidence", Text, nullable=False),
     Column("error", Text),
     Column("finished_at", Float),
+    Column("evidence_status", Text),
 )
 
 answers = Table(
@@ -54,6 +55,7 @@ answers = Table(
     Column("model", Text),
     Column("prompt_version", Text),
     Column("answered_at", Float, nullable=False),
+    Column("evidence_status", Text),
 )
 
 known_companies = Table(

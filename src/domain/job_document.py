@@ -42,5 +42,6 @@ def _result_document(result: DomainResult) -> dict[str, Any]:
         "reason": result.reason,
         "source": result.source.value if result.source else None,
         "evidence": [{"url": e.url, "title": e.title} for e in result.evidence],
+        "evidence_status": result.evidence_status,
         "error": result.error,
     }

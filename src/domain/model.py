@@ -88,6 +88,7 @@ class Answer:
     evidence: tuple[Evidence, ...] = ()
     error: str | None = None
     raw_output: str | None = None
+    evidence_status: str | None = None  # how the search went; None where none was needed
     model: str | None = None
     prompt_version: str | None = None
 
@@ -104,6 +105,7 @@ class DomainResult:
     source: Source | None = None
     evidence: tuple[Evidence, ...] = ()
     error: str | None = None
+    evidence_status: str | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
@@ -116,6 +118,7 @@ class DomainResult:
             source=source,
             evidence=answer.evidence,
             error=answer.error,
+            evidence_status=answer.evidence_status,
         )
 
 

@@ -8,12 +8,13 @@ import logging
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from firmsift.domain.asking import ask_llm
 from firmsift.domain.background import alongside
+from firmsift.domain.evidence_status import after_failed_search, after_search
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import (
@@ -219,12 +220,13 @@ async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Cl
 async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) -> Answer:
     try:
         evidence = await deps.search.gather(domain)
+        searched = after_search(evidence)
     except Exception as error:  # noqa: BLE001 - any search failure: carry on without evidence
         log.warning("search failed, asking without evidence", extra={"domain": domain, "error": str(error)})
-        evidence = []
+        evidence, searched = [], after_failed_search(error)
     answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, slots=deps.llm_slots,
                               marker=deps.new_marker(), now=deps.now)
-    return answer
+    return replace(answer, evidence_status=searched)
 
 
 def with_parents(domains: list[str]) -> list[str]:

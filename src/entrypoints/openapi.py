@@ -63,7 +63,8 @@ def _schemas(classifiers: list[str]) -> dict[str, Any]:
         },
         "Result": {
             "type": "object", "additionalProperties": False,
-            "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence", "error"],
+            "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence",
+                         "evidence_status", "error"],
             "properties": {
                 "domain": {"type": "string"}, "status": {"enum": RESULT_STATUSES},
                 "answer": {"type": ["boolean", "null"]},
@@ -72,6 +73,9 @@ def _schemas(classifiers: list[str]) -> dict[str, Any]:
                 "evidence": {"type": "array", "items": {
                     "type": "object", "required": ["url", "title"], "additionalProperties": False,
                     "properties": {"url": {"type": "string"}, "title": {"type": "string"}}}},
+                "evidence_status": {**nullable_string, "description": (
+                    "how the search for evidence went: `found`, `none: the search found nothing` or "
+                    "`none: <why it failed>`; null where no search ran (known company, pending)")},
                 "error": nullable_string,
             },
         },

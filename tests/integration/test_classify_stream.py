@@ -86,7 +86,7 @@ def test_a_domain_the_api_refuses_rejects_its_rows_and_the_rest_of_the_job_goes_
     with FakeApi() as api:
         api.refuse = {"refused.com"}
         table, classifier = classify(api, rows_of(["a.com", "refused.com", "b.com", "refused.com"]))
-    statuses = [(r[1], r[3], r[9]) for r in table[1:]]
+    statuses = [(r[1], r[3], r[table[0].index("error")]) for r in table[1:]]
     assert statuses == [("a.com", "DONE", ""), ("refused.com", "REJECTED", "refused by the API: refused (scripted)"),
                         ("b.com", "DONE", ""), ("refused.com", "REJECTED", "refused by the API: refused (scripted)")]
 

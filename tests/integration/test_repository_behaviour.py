@@ -52,7 +52,7 @@ def answer(domain: str, **changes: object) -> Answer:
         domain=domain, classifier="cpg", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
         answer=True, confidence=4, reason="Makes snacks.",
         evidence=(Evidence("https://a.com/about", "About", "snacks"),), raw_output='{"is_cpg": true}',
-        model="m", prompt_version="v1",
+        model="m", prompt_version="v1", evidence_status="none: could not resolve host",
     )
     values.update(changes)
     return Answer(**values)  # type: ignore[arg-type]

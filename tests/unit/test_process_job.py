@@ -135,12 +135,40 @@ async def test_a_job_whose_every_domain_failed_is_failed() -> None:
     assert job.status is JobStatus.FAILED
 
 
-async def test_search_failure_still_asks_without_evidence() -> None:
-    store, deps = make(search=StaticSearch(failure=ProviderError("searxng down")))
+async def test_search_failure_still_asks_without_evidence_and_says_why() -> None:
+    store, deps = make(search=StaticSearch(failure=ProviderError("searxng: could not resolve host")))
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].status is ResultStatus.DONE and job.results[0].evidence == ()
     assert "no evidence could be gathered" in deps.llm.history[0].user
+    assert job.results[0].evidence_status == "none: searxng: could not resolve host"
+    assert store.answers[("a.com", "cpg")].evidence_status == "none: searxng: could not resolve host"
+
+
+async def test_the_evidence_status_says_found_or_nothing_found_and_is_reused_with_the_cache() -> None:
+    store, deps = make()
+    await add_job(store, "a.com")
+    await process_job("job-1", deps)
+    await add_job(store, "a.com", job_id="job-2")
+    again = await process_job("job-2", deps)
+    assert again.results[0].source is Source.CACHE and again.results[0].evidence_status == "found"
+
+    class NothingFound(StaticSearch):
+        async def gather(self, domain: str) -> list[Evidence]:
+            return []
+
+    store, deps = make(search=NothingFound())
+    await add_job(store, "b.com")
+    job = await process_job("job-1", deps)
+    assert job.results[0].evidence_status == "none: the search found nothing"
+
+
+async def test_a_known_company_needs_no_search_and_has_no_evidence_status() -> None:
+    store, deps = make()
+    await store.upsert_known([KnownCompany("a.com", "A")])
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert job.results[0].source is Source.KNOWN_COMPANY and job.results[0].evidence_status is None
 
 
 async def test_unknown_job_returns_none() -> None:

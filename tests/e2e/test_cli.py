@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import Processes, free_port, wait_healthy
+from tests.support.processes import Processes, refusing_port, start_api
 
 pytestmark = pytest.mark.e2e
 
@@ -102,9 +102,7 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
             "FIRMSIFT_MAX_DOMAINS_PER_JOB": "3",
             "FIRMSIFT_WAIT_TIME": "1",
         }
-        port = free_port()
-        serve = processes.firmsift("serve", "serve", "--port", str(port))
-        wait_healthy(f"http://127.0.0.1:{port}", serve)
+        serve, base = start_api(processes, "serve", command="serve")
 
         source = tmp_path / "in.csv"
         source.write_text("company,site\nA,acme-snacks.com\nB,https://www.citybank.com\nC,localhost\n"
@@ -112,7 +110,7 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
         out = tmp_path / "out.csv"
         env = {**processes.env}
         result = firmsift("classify", "--csv", str(source), "--column", "site", "extra-brand.com",
-                          "--api", f"http://127.0.0.1:{port}", "--batch-size", "3", "--poll-interval", "0.2",
+                          "--api", base, "--batch-size", "3", "--poll-interval", "0.2",
                           "-o", str(out), env=env)
         assert result.returncode == 1, result.stderr  # one input was rejected
         assert "rejected \"localhost\"" in result.stderr
@@ -126,7 +124,7 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
         assert {r["status"] for r in rows if r["domain"] != "localhost" and len(r["domain"]) < 300} == {"DONE"}
         assert len({r["job_id"] for r in rows if r["job_id"]}) == 3  # 9 inputs, 7 valid, jobs of <= 3
 
-        as_json = firmsift("classify", "acme-snacks.com", "--api", f"http://127.0.0.1:{port}", "--format", "json",
+        as_json = firmsift("classify", "acme-snacks.com", "--api", base, "--format", "json",
                            env=env)
         assert as_json.returncode == 0, as_json.stderr
         [answer] = json.loads(as_json.stdout)
@@ -139,7 +137,8 @@ def test_serve_then_classify_a_csv_in_batches(tmp_path: Path) -> None:
 
 
 def test_classify_without_a_running_api_fails_clearly(tmp_path: Path) -> None:
-    result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{free_port()}", timeout=120)
+    with refusing_port() as port:
+        result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{port}", timeout=120)
     assert result.returncode == 1 and "cannot reach the API" in result.stderr
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
 from starlette.applications import Starlette
@@ -34,10 +34,12 @@ def create_app(
     *,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
+    not_ready: Mapping[str, str] | None = None,
 ) -> Starlette:
     """The ASGI app. `background` runs alongside it (the embedded worker of `firmsift serve`).
     `host` is the address it will be served on: it decides whether FIRMSIFT_AUTH=auto requires
-    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach."""
+    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
+    `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz."""
     settings = container.settings()
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
@@ -110,7 +112,7 @@ def create_app(
 
     async def readyz(_request: Request) -> JSONResponse:
         """Readiness: the database and the work queue are reachable."""
-        checks = await container.readiness().check()
+        checks = {**await container.readiness().check(), **(not_ready or {})}
         ready = all(result == "ok" for result in checks.values())
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                             status_code=200 if ready else 503)

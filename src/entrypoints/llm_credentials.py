@@ -18,7 +18,7 @@ def llm_credentials_problem(settings: Settings) -> str | None:
     cannot tell (a provider litellm does not know, or one with a cloud credential chain), or when
     FIRMSIFT_LLM_API_BASE names a server of the user's own: only that server can say whether it
     wants a key, and `firmsift llm check` asks it."""
-    if settings.llm_api_key is not None or settings.llm_api_base:
+    if (settings.llm_api_key is not None and settings.llm_api_key.get_secret_value()) or settings.llm_api_base:
         return None
     # Imported here: litellm takes seconds to load, and only a process running a worker needs it.
     from firmsift.adapters.litellm_credentials import provider_credentials

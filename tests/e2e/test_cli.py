@@ -63,6 +63,7 @@ def test_companies_import_keeps_good_rows_reports_bad_ones_and_is_idempotent(tmp
     env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{db}"}
     source = tmp_path / "companies.csv"
     source.write_text("Domain,name\nhttps://www.unilever.com/,Unilever\nlocalhost,Nope\n\nmars.com,Mars\n1.2.3.4,\n")
+    assert firmsift("db", "upgrade", env=env).returncode == 0  # `companies import` never creates a database
     first = firmsift("companies", "import", str(source), env=env)
     assert first.returncode == 1
     assert "line 3: domain 'localhost'" in first.stderr and "line 6: domain '1.2.3.4'" in first.stderr
@@ -84,6 +85,7 @@ def test_companies_import_refuses_unreadable_files(tmp_path: Path, content, mess
         path.write_text(content)
     elif isinstance(content, bytes):
         path.write_bytes(content)
+    sqlite3.connect(tmp_path / "c.db").close()  # an existing (empty) database: `companies import` creates none
     result = firmsift("companies", "import", str(path), env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}"})
     assert result.returncode == 1 and message in result.stderr
 

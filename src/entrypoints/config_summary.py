@@ -23,7 +23,7 @@ def effective_configuration(settings: Settings, command: str, host: str | None =
         "llm_api_base": api_base_host(settings.llm_api_base) if settings.llm_api_base else "the provider's default",
         "search_provider": settings.search_provider,
         "database": describe_database(settings.database_url),
-        "queue": (f"sqs {api_base_host(settings.sqs_queue_url) if settings.sqs_queue_url else settings.queue_name}"
+        "queue": (f"sqs {queue_address(settings.sqs_queue_url) if settings.sqs_queue_url else settings.queue_name}"
                   if settings.queue_backend == "sqs" else f"db {settings.queue_name}"),
     }
     if host is not None:
@@ -42,6 +42,11 @@ def api_base_host(url: str) -> str:
     except ValueError:
         port = None
     return f"{host}:{port}" if port else host
+
+
+def queue_address(url: str) -> str:
+    """An SQS queue URL as host and path (account and queue name): nothing else."""
+    return api_base_host(url) + urlsplit(url).path
 
 
 def auth_mode(mode: str, host: str) -> str:

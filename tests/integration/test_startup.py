@@ -64,8 +64,10 @@ def test_the_configuration_line_names_what_runs_and_no_secret(tmp_path: Path, mo
     assert not [secret for secret in SECRETS if secret in raw]
 
 
-def test_a_sqlite_database_is_shown_by_its_absolute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sqlite_database_by_its_absolute_path_and_a_queue_by_its_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    sqs = Settings(queue_backend="sqs", sqs_queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo")
+    assert logged_configuration(sqs, "worker", None)[1]["queue"] == "sqs sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo"
     _raw, entry = logged_configuration(Settings(), "worker", None)
     assert entry["database"] == f"sqlite:///{tmp_path}/firmsift-data/firmsift.db"
     assert entry["llm_api_base"] == "the provider's default" and entry["queue"] == "db firmsift-jobs"

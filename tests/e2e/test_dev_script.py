@@ -51,6 +51,8 @@ def test_the_first_run_says_each_step_and_each_package_then_stays_quiet(tmp_path
     packages = sum(1 for line in (REPO / "requirements.lock").read_text().splitlines() if line[:1].isalnum())
     assert lines[0].startswith(f"dev: installing {packages} pinned packages from requirements.lock into {venv}")
     assert "dev:   Collecting litellm==1.0" in lines  # each package as pip fetches it, without pip's noise
+    assert "dev:   installing 1 package(s); pip says nothing more until it is done" in lines
+    assert "dev:   installed 1 package(s)" in lines
     assert not [line for line in lines if "Downloading" in line or "(from -r" in line]
     assert any(line.startswith("dev: installing firmsift itself") for line in lines)
     assert lines[-1].startswith("dev: ready in ")

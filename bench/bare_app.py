@@ -4,6 +4,7 @@ with a small JSON document, doing nothing else, served by uvicorn like firmsift'
 from __future__ import annotations
 
 import argparse
+import socket
 
 import uvicorn
 from starlette.applications import Starlette
@@ -26,5 +27,9 @@ app = Starlette(routes=[Route("/domains/classify", accept, methods=["POST"]),
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    uvicorn.run(app, host="127.0.0.1", port=parser.parse_args().port, log_config=None)
+    parser.add_argument("--port", type=int, required=True, help="0 picks a free port")
+    # Bound here, so the port the kernel picked is printed (first line on stdout) before serving.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", parser.parse_args().port))
+    print(listener.getsockname()[1], flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_config=None)).run(sockets=[listener])

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.postgres import postgres_engine
-from tests.support.processes import Process, Processes, free_port, run_cli, wait_healthy, wait_until
+from tests.support.processes import Process, Processes, run_cli, start_api, start_worker, wait_healthy, wait_until
 from tests.support.sqs_emulator import sqs_emulator, write_queues_file
 
 SHAPES = ("embedded", "production")
@@ -61,19 +61,12 @@ class Stack:
 
     def worker(self, name: str = "worker", settings: dict[str, str] | None = None) -> tuple[Process, str]:
         """`firmsift worker` once its probe answers, litellm loaded: (process, probe base URL)."""
-        port = free_port()
-        process = self.processes.firmsift(name, "worker",
-                                          extra_env={**(settings or {}), "FIRMSIFT_WORKER_PROBE_PORT": str(port)})
-        probe = f"http://127.0.0.1:{port}"
+        process, probe = start_worker(self.processes, name, settings)
         wait_healthy(probe, process)
         return process, probe
 
     def _http_process(self, name: str, command: str, settings: dict[str, str] | None) -> tuple[Process, str]:
-        port = free_port()
-        process = self.processes.firmsift(name, command, "--port", str(port), extra_env=settings)
-        base = f"http://127.0.0.1:{port}"
-        wait_healthy(base, process)
-        return process, base
+        return start_api(self.processes, name, command=command, extra_env=settings)
 
     def llm_calls(self) -> Counter[str]:
         """LLM requests answered so far, by the domain they asked about."""

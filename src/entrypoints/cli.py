@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from firmsift.domain.errors import FirmsiftError
-from firmsift.entrypoints.settings import ConfigurationError
 from firmsift.entrypoints.eval_arguments import add_eval_parser
 from firmsift.entrypoints.key_commands import add_keys_parser
 from firmsift.entrypoints.llm_check import add_llm_parser
+from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.startup_errors import startup_error_line
+from firmsift.entrypoints.unknown_variables import unknown_variable_warnings
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
 
@@ -120,30 +120,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for warning in unknown_variable_warnings(os.environ):
+        print(f"firmsift: warning: {warning}", file=sys.stderr)
     from firmsift.entrypoints import commands  # after parsing, so --help stays instant
 
     try:
         return commands.dispatch(args)
-    except ValidationError as error:
-        print(f"firmsift: invalid settings:\n{_settings_errors(error)}", file=sys.stderr)
-        return commands.EXIT_USAGE
-    except (ConfigurationError, tomllib.TOMLDecodeError) as error:
-        print(f"firmsift: invalid configuration: {error}", file=sys.stderr)
-        return commands.EXIT_USAGE
     except (FirmsiftError, commands.CommandError) as error:
         print(f"firmsift: {error}", file=sys.stderr)
         return commands.EXIT_FAILURE
     except KeyboardInterrupt:
         return commands.EXIT_FAILURE
+    except Exception as error:
+        line = startup_error_line(error, database=_database_in_use())
+        if line is None:
+            raise
+        print(f"firmsift: {line}", file=sys.stderr)
+        return commands.EXIT_USAGE
 
 
-def _settings_errors(error: ValidationError) -> str:
-    lines = []
-    for problem in error.errors():
-        field = ".".join(str(part) for part in problem["loc"]) or "settings"
-        variable = f"FIRMSIFT_{field.upper()}" if problem["loc"] else field
-        lines.append(f"  {variable}: {problem['msg']}")
-    return "\n".join(lines)
+def _database_in_use() -> str | None:
+    """The configured database, password hidden, for an error message; None if unreadable."""
+    from firmsift.entrypoints.database_file import describe_database  # SQLAlchemy: only on this path
+
+    try:
+        return describe_database(Settings().database_url)
+    except Exception:  # noqa: BLE001 - the settings themselves may be what failed
+        return None
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -16,7 +17,15 @@ from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.config_summary import announce_new_database, log_effective_configuration
+from firmsift.entrypoints.database_file import database_to_create
 from firmsift.entrypoints.key_commands import run_keys
+from firmsift.entrypoints.llm_credentials import (
+    NO_CREDENTIALS,
+    READINESS_CHECK,
+    llm_credentials_problem,
+    require_llm_credentials,
+)
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
 from firmsift.entrypoints.settings import Settings
 
@@ -48,10 +57,18 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_llm_check(args)
     if args.command == "queues":
         return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
+    settings = Settings()
+    if args.command == "worker":
+        require_llm_credentials(settings)
+    new_database = database_to_create(settings, args.command)  # refuses to create one by mistake
     # `db upgrade` applies the migrations itself, so it can say which ones it applied; the
     # long-running processes wait for a database that is not up yet, then migrate.
     long_running = args.command in ("serve", "api", "worker")
-    container = start_container(migrate=args.command != "db" and not long_running)
+    container = start_container(settings, migrate=args.command != "db" and not long_running)
+    if new_database is not None:
+        announce_new_database(new_database)
+    if long_running:
+        log_effective_configuration(settings, args.command, getattr(args, "host", None))
     try:
         if long_running:
             try:
@@ -90,11 +107,17 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     from firmsift.entrypoints.http_api import create_app
     from firmsift.entrypoints.http_protocol import ConnectionLimits, connection_cap, guarded_protocol
 
+    llm_problem = llm_credentials_problem(container.settings()) if with_worker else None
+    if llm_problem is not None:
+        # The API still accepts jobs (they wait in the queue), but no worker runs and /readyz says why.
+        logging.getLogger(__name__).error(f"no worker started, jobs wait in the queue: {llm_problem}")
+        with_worker = False
     if with_worker:
         container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
     background = (lambda: running_worker(container)) if with_worker else None
     try:
-        app = create_app(container, background=background, host=host)
+        app = create_app(container, background=background, host=host,
+                         not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
     except UnsafeAuthSetting as error:
         print(f"firmsift: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
 from sqlalchemy.exc import DBAPIError
@@ -37,10 +37,12 @@ def create_app(
     *,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
+    not_ready: Mapping[str, str] | None = None,
 ) -> Starlette:
     """The ASGI app. `background` runs alongside it (the embedded worker of `firmsift serve`).
     `host` is the address it will be served on: it decides whether FIRMSIFT_AUTH=auto requires
-    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach."""
+    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
+    `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz."""
     settings = container.settings()
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
@@ -120,9 +122,9 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(_request: Request) -> JSONResponse:
-        """Readiness: the database answers and takes writes, the work queue answers, and the
-        latest intake did not fail."""
-        checks = await container.readiness().check()
+        """Readiness: the database answers and takes writes, the work queue answers, the
+        latest intake did not fail, and (for `serve`) the embedded worker could start."""
+        checks = {**await container.readiness().check(), **(not_ready or {})}
         ready = all(result == "ok" for result in checks.values())
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                             status_code=200 if ready else 503)

@@ -6,10 +6,13 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 CONFIG_FILE_VARIABLE = "FIRMSIFT_CONFIG_FILE"
+# The databases firmsift runs on, with the drivers it ships (pysqlite, psycopg 3); a URL naming
+# another would fail later with a bare ModuleNotFoundError or SQL the server does not speak.
+SUPPORTED_DATABASE_SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql", "postgres", "postgresql+psycopg")
 
 
 class ConfigurationError(ValueError):
@@ -89,6 +92,19 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     worker_probe_port: int | None = Field(None, ge=0, le=65535, description="worker /healthz and /metrics port")
     worker_probe_host: str = "127.0.0.1"
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_is_supported(cls, url: str) -> str:
+        scheme, separator, _ = url.partition("://")
+        if not separator:
+            raise ValueError("not a database URL: expected sqlite:///path/to/file.db or "
+                             "postgresql://user:password@host:5432/database")
+        if scheme.lower() not in SUPPORTED_DATABASE_SCHEMES:
+            # Only the scheme is echoed: the rest of the URL may hold a password.
+            raise ValueError(f"unsupported database {scheme!r}: firmsift runs on SQLite (sqlite:///path/to/file.db) "
+                             "or PostgreSQL (postgresql://user:password@host:5432/database)")
+        return url
 
     @model_validator(mode="after")
     def _provider_is_configured(self) -> Settings:

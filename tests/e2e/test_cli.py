@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import Processes, free_port, wait_healthy
+from tests.support.processes import Processes, refusing_port, start_api
 
 pytestmark = pytest.mark.e2e
 
@@ -26,10 +26,11 @@ def firmsift(*args: str, env: dict[str, str] | None = None, timeout: float = 120
 def test_help_lists_every_command_and_exit_codes() -> None:
     result = firmsift("--help")
     assert result.returncode == 0
-    for command in ("serve", "api", "worker", "classify", "companies", "replies", "db"):
+    for command in ("serve", "api", "worker", "classify", "companies", "replies", "db", "llm"):
         assert command in result.stdout
     assert "Exit codes" in result.stdout
-    for command in (["serve"], ["api"], ["worker"], ["classify"], ["companies", "import"], ["replies"], ["db", "upgrade"]):
+    for command in (["serve"], ["api"], ["worker"], ["classify"], ["companies", "import"], ["replies"], ["db", "upgrade"],
+                    ["llm", "check"]):
         assert firmsift(*command, "--help").returncode == 0
 
 
@@ -63,6 +64,7 @@ def test_companies_import_keeps_good_rows_reports_bad_ones_and_is_idempotent(tmp
     env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{db}"}
     source = tmp_path / "companies.csv"
     source.write_text("Domain,name\nhttps://www.unilever.com/,Unilever\nlocalhost,Nope\n\nmars.com,Mars\n1.2.3.4,\n")
+    assert firmsift("db", "upgrade", env=env).returncode == 0  # `companies import` never creates a database
     first = firmsift("companies", "import", str(source), env=env)
     assert first.returncode == 1
     assert "line 3: domain 'localhost'" in first.stderr and "line 6: domain '1.2.3.4'" in first.stderr
@@ -84,6 +86,7 @@ def test_companies_import_refuses_unreadable_files(tmp_path: Path, content, mess
         path.write_text(content)
     elif isinstance(content, bytes):
         path.write_bytes(content)
+    sqlite3.connect(tmp_path / "c.db").close()  # an existing (empty) database: `companies import` creates none
     result = firmsift("companies", "import", str(path), env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}"})
     assert result.returncode == 1 and message in result.stderr
 
@@ -119,16 +122,13 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             "FIRMSIFT_MAX_DOMAINS_PER_JOB": "3",
             "FIRMSIFT_WAIT_TIME": "1",
         }
-        port = free_port()
-        serve = processes.firmsift("serve", "serve", "--port", str(port))
-        api = f"http://127.0.0.1:{port}"
-        wait_healthy(api, serve)
+        serve, base = start_api(processes, "serve", command="serve")
 
         source = tmp_path / "export.csv"
         source.write_bytes(MESSY_EXPORT.encode("utf-8-sig"))  # Excel's "CSV UTF-8", a `;` locale
         out = tmp_path / "out.csv"
         env = {**processes.env}
-        result = firmsift("classify", "--csv", str(source), "--column", "official website", "--api", api,
+        result = firmsift("classify", "--csv", str(source), "--column", "official website", "--api", base,
                           "--batch-size", "3", "--poll-interval", "0.2", "-o", str(out), env=env)
         assert result.returncode == 3, result.stderr  # finished, with rows rejected or failed
         assert "column 'Official website' of 3, utf-8-sig, delimiter ';'" in result.stderr
@@ -152,10 +152,10 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             ("Words", "", "REJECTED", ""), ("City Bank", "citybank.com", "DONE", "false"),
             ("Broken", "broken-answer.com", "FAILED", ""), ("Mail", "", "REJECTED", ""),
             ("Acme", "acme-snacks.com", "DONE", "true"), ("Kimberly again", "kimberly-clark.com", "DONE", "true")]
-        assert rows[6][10] and f"line 9: failed broken-answer.com: {rows[6][10]}" in result.stderr
-        assert len({r[11] for r in rows if r[11]}) == 2  # 6 unique domains in jobs of <= 3
+        assert rows[6][11] and f"line 9: failed broken-answer.com: {rows[6][11]}" in result.stderr
+        assert len({r[12] for r in rows if r[12]}) == 2  # 6 unique domains in jobs of <= 3
 
-        as_json = firmsift("classify", "acme-snacks.com", "--api", api, "--format", "json", env=env)
+        as_json = firmsift("classify", "acme-snacks.com", "--api", base, "--format", "json", env=env)
         assert as_json.returncode == 0, as_json.stderr
         [answer] = json.loads(as_json.stdout)
         assert answer["source"] == "cache" and answer["answer"] is True and answer["input"] == {"domain": "acme-snacks.com"}
@@ -179,7 +179,8 @@ def test_classify_usage_and_input_errors(tmp_path: Path) -> None:
 
 
 def test_classify_without_a_running_api_fails_clearly(tmp_path: Path) -> None:
-    result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{free_port()}", timeout=120)
+    with refusing_port() as port:
+        result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{port}", timeout=120)
     assert result.returncode == 1 and "cannot reach the API" in result.stderr
 
 

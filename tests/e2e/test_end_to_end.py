@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import Processes, free_port, wait_healthy, wait_until
+from tests.support.processes import Processes, start_api, wait_until
 
 pytestmark = pytest.mark.e2e
 API_KEY = "sk-e2e-secret-do-not-log"
@@ -40,10 +40,7 @@ def stack(tmp_path: Path) -> Iterator[dict]:
             "FIRMSIFT_LLM_CONCURRENCY": "2",
             "FIRMSIFT_LOG_LEVEL": "DEBUG",
         }
-        api_port = free_port()
-        api = processes.firmsift("api", "api", "--port", str(api_port))
-        base = f"http://127.0.0.1:{api_port}"
-        wait_healthy(base, api)
+        api, base = start_api(processes)
         yield {"processes": processes, "base": base, "db": tmp_path / "firmsift.db", "llm_log": llm_log, "api": api}
     finally:
         processes.stop_all()

@@ -234,6 +234,7 @@ def test_a_candidate_with_its_own_server_never_gets_the_settings_keys(env: dict[
 def test_known_companies_are_used_only_when_asked(env: dict[str, str], tmp_path: Path, llm: FakeLLMServer) -> None:
     known = tmp_path / "known.csv"
     known.write_text("domain,name\nalpha-snacks.com,Alpha Snacks\n")
+    assert run_cli(env, "db", "upgrade").returncode == 0  # `companies import` never creates a database
     assert run_cli(env, "companies", "import", str(known)).returncode == 0
     document, _ = evaluate(env, tmp_path, "--known-companies", "--no-cache")
     alpha = next(o for o in by_name(document)["model-a"]["outcomes"] if o["domain"] == "alpha-snacks.com")

@@ -24,7 +24,7 @@ import pytest
 
 from tests.support.fake_llm_server import Decision, requested_domain, scripted_answer
 from tests.support.fake_search_server import FakeSearchServer
-from tests.support.processes import Process, Processes, free_port, start_api, wait_until
+from tests.support.processes import Process, Processes, start_api, start_worker_process, wait_until, worker_probe
 
 pytestmark = pytest.mark.e2e
 
@@ -161,11 +161,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 "FIRMSIFT_SHUTDOWN_GRACE_SECONDS": "2",
             }
             _api, base = start_api(processes)
-            workers = []
-            for _ in range(2):
-                port = free_port()
-                worker = processes.firmsift("worker", "worker", extra_env={"FIRMSIFT_WORKER_PROBE_PORT": str(port)})
-                workers.append((worker, f"http://127.0.0.1:{port}"))
+            started = [start_worker_process(processes) for _ in range(2)]
+            workers = [(worker, worker_probe(worker)) for worker in started]
             yield Stack(processes, base, llm, folder / "firmsift.db", workers)
     finally:
         llm.stopping.set()

@@ -20,7 +20,15 @@ import pytest
 from sqlalchemy import Engine, text
 
 from tests.support.postgres import postgres_engine
-from tests.support.processes import Process, Processes, free_port, run_cli, start_api, wait_until
+from tests.support.processes import (
+    Process,
+    Processes,
+    run_cli,
+    start_api,
+    start_worker_process,
+    wait_until,
+    worker_probe,
+)
 from tests.support.sqs_emulator import sqs_client, sqs_emulator, write_queues_file
 from tests.support.tcp_proxy import TcpProxy
 
@@ -61,13 +69,9 @@ class Run:
             return [tuple(row) for row in conn.execute(text(sql)).all()]
 
     def start_workers(self, count: int) -> list[tuple[Process, str]]:
-        """Workers with their probe on a free port: (process, probe base URL)."""
-        started = []
-        for _ in range(count):
-            port = free_port()
-            worker = self.processes.firmsift("worker", "worker", extra_env={"FIRMSIFT_WORKER_PROBE_PORT": str(port)})
-            started.append((worker, f"http://127.0.0.1:{port}"))
-        return started
+        """Workers with their probe on a port each binds itself: (process, probe base URL)."""
+        started = [start_worker_process(self.processes) for _ in range(count)]
+        return [(worker, worker_probe(worker)) for worker in started]
 
     def llm_calls(self) -> int:
         if not self.llm_log.exists():

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.support.postgres import postgres_engine
-from tests.support.processes import Processes, free_port, wait_healthy, wait_until
+from tests.support.processes import Processes, refusing_port, start_api, wait_until
 from tests.support.sqs_emulator import sqs_client, sqs_emulator
 
 pytestmark = pytest.mark.e2e
@@ -60,10 +60,7 @@ def production(tmp_path: Path) -> Iterator[dict]:
             assert "firmsift-jobs.fifo: created" in ensure.stdout
             again = run_cli(processes.env, "queues", "drift")
             assert again.returncode == 0 and again.stdout.count("in sync") == 2, again.stdout
-            api_port = free_port()
-            api = processes.firmsift("api", "api", "--port", str(api_port))
-            base = f"http://127.0.0.1:{api_port}"
-            wait_healthy(base, api)
+            api, base = start_api(processes)
             yield {"processes": processes, "base": base, "engine": engine, "client": client,
                    "llm_log": llm_log, "api": api}
         finally:
@@ -142,22 +139,19 @@ def test_many_jobs_two_workers_one_killed_every_job_completes_once(production: d
 def test_an_unreachable_sqs_is_503_and_the_job_is_never_left_pending(tmp_path: Path) -> None:
     """The publish gap on SQS: the row is written, the publish fails, the caller gets 503 and
     the job is marked FAILED instead of waiting forever for a message that does not exist."""
-    with postgres_engine() as engine:
+    with postgres_engine() as engine, refusing_port() as sqs_port:
         processes = Processes(tmp_path)
         processes.env = {
             "FIRMSIFT_DATABASE_URL": engine.url.render_as_string(hide_password=False),
             "FIRMSIFT_QUEUE_BACKEND": "sqs",
-            "FIRMSIFT_SQS_QUEUE_URL": f"http://127.0.0.1:{free_port()}/000000000000/firmsift-jobs.fifo",
-            "FIRMSIFT_SQS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+            "FIRMSIFT_SQS_QUEUE_URL": f"http://127.0.0.1:{sqs_port}/000000000000/firmsift-jobs.fifo",
+            "FIRMSIFT_SQS_ENDPOINT_URL": f"http://127.0.0.1:{sqs_port}",
             "FIRMSIFT_AWS_REGION": "us-east-1",
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test-secret-never-logged",
         }
         try:
-            port = free_port()
-            api = processes.firmsift("api", "api", "--port", str(port))
-            base = f"http://127.0.0.1:{port}"
-            wait_healthy(base, api)
+            api, base = start_api(processes)
             ready = httpx.get(f"{base}/readyz", timeout=30)
             assert ready.status_code == 503 and ready.json()["checks"]["queue"] != "ok"
             response = httpx.post(f"{base}/domains/classify", json={"domains": ["a.com"]}, timeout=60)

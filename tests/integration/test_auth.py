@@ -169,6 +169,7 @@ def firmsift(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProc
 
 
 def test_keys_cli_prints_a_key_once_stores_only_its_digest_and_revokes(tmp_path: Path) -> None:
+    assert firmsift(tmp_path, "db", "upgrade").returncode == 0  # `keys` never creates a database
     created = firmsift(tmp_path, "keys", "create", "--name", "billing", "--reply-queue", "billing-replies")
     assert created.returncode == 0, created.stderr
     secret = created.stdout.strip()

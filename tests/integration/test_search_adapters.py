@@ -25,6 +25,7 @@ from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import Search
 from tests.support.fake_search_server import FakeSearchServer, Reply
+from tests.support.processes import refusing_port
 
 pytestmark = pytest.mark.anyio
 
@@ -61,12 +62,6 @@ async def opened() -> AsyncIterator[list[ApiSearch | HomepageSearch]]:
     yield adapters
     for adapter in adapters:
         await adapter.aclose()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def failure_message(adapter: Search, domain: str = "acme.com") -> str:
@@ -158,10 +153,11 @@ async def test_timeout(
 
 
 async def test_connection_refused(opened: list[ApiSearch | HomepageSearch]) -> None:
-    for kind in APIS:
-        adapter = make_api(kind, f"http://127.0.0.1:{free_port()}", timeout=2.0)
-        opened.append(adapter)
-        assert "request failed (ConnectError)" in await failure_message(adapter)
+    with refusing_port() as port:
+        for kind in APIS:
+            adapter = make_api(kind, f"http://127.0.0.1:{port}", timeout=2.0)
+            opened.append(adapter)
+            assert "request failed (ConnectError)" in await failure_message(adapter)
 
 
 async def test_non_json_body(api: Search, server: FakeSearchServer) -> None:
@@ -406,9 +402,10 @@ async def test_xhtml_is_read(homepage: Homepage, server: FakeSearchServer) -> No
 
 
 async def test_unreachable_over_both_schemes(homepage: Homepage) -> None:
-    adapter = homepage(port=free_port())
-    with pytest.raises(ProviderError, match="unreachable over https .* and http"):
-        await adapter.gather("example.com")
+    with refusing_port() as port:
+        adapter = homepage(port=port)
+        with pytest.raises(ProviderError, match="unreachable over https .* and http"):
+            await adapter.gather("example.com")
 
 
 async def test_unresolvable_name(homepage: Homepage) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from email.utils import formatdate
@@ -15,6 +14,7 @@ from firmsift.adapters.searxng_search import SearxngSearch
 from firmsift.adapters.tavily_search import TavilySearch
 from firmsift.domain.errors import ProviderError
 from tests.support.fake_search_server import FakeSearchServer, Reply
+from tests.support.processes import refusing_port
 
 pytestmark = pytest.mark.anyio
 
@@ -92,16 +92,14 @@ async def test_unreadable_answers_are_not_retryable(api: ApiSearch, server: Fake
 async def test_timeouts_and_refused_connections_are_retryable(server: FakeSearchServer) -> None:
     server.delay = 2.0
     slow = make_api("tavily", server.base_url, timeout=0.2)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
-    refused = make_api("brave", f"http://127.0.0.1:{closed_port}")
-    try:
-        assert (await failure(slow)).retryable is True
-        assert (await failure(refused)).retryable is True
-    finally:
-        await slow.aclose()
-        await refused.aclose()
+    with refusing_port() as closed_port:
+        refused = make_api("brave", f"http://127.0.0.1:{closed_port}")
+        try:
+            assert (await failure(slow)).retryable is True
+            assert (await failure(refused)).retryable is True
+        finally:
+            await slow.aclose()
+            await refused.aclose()
 
 
 async def test_a_429_is_waited_out_then_answered(api: ApiSearch, server: FakeSearchServer) -> None:

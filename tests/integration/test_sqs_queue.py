@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 
 from firmsift.adapters.sqs_queue import SqsQueue, SqsReplyPublisher
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
-from tests.support.processes import free_port
+from tests.support.processes import refusing_port
 from tests.support.sqs_emulator import (
     emulator_queue_url,
     fresh_queue,
@@ -135,19 +135,20 @@ async def test_sending_to_a_missing_queue_is_queue_unavailable(client: Any, endp
 
 async def test_an_unreachable_endpoint_is_queue_unavailable_quickly() -> None:
     secret = f"secret-{uuid.uuid4().hex}"
-    client = boto3.session.Session().client(
-        "sqs", endpoint_url=f"http://127.0.0.1:{free_port()}", region_name="us-east-1",
-        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key=secret,
-        config=Config(connect_timeout=1, retries={"mode": "standard", "max_attempts": 1}),
-    )
-    queue = SqsQueue(client, "work.fifo", visibility_timeout=30)
-    started = time.monotonic()
-    with pytest.raises(QueueUnavailable, match="could not send a message") as raised:
-        await queue.send("body", group_id="g", dedup_id="d")
-    assert time.monotonic() - started < 5
-    assert secret not in str(raised.value) and "AKIDEXAMPLE" not in str(raised.value)
-    with pytest.raises(QueueUnavailable):
-        await queue.receive(wait_seconds=1)
+    with refusing_port() as port:
+        client = boto3.session.Session().client(
+            "sqs", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+            aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key=secret,
+            config=Config(connect_timeout=1, retries={"mode": "standard", "max_attempts": 1}),
+        )
+        queue = SqsQueue(client, "work.fifo", visibility_timeout=30)
+        started = time.monotonic()
+        with pytest.raises(QueueUnavailable, match="could not send a message") as raised:
+            await queue.send("body", group_id="g", dedup_id="d")
+        assert time.monotonic() - started < 5
+        assert secret not in str(raised.value) and "AKIDEXAMPLE" not in str(raised.value)
+        with pytest.raises(QueueUnavailable):
+            await queue.receive(wait_seconds=1)
 
 
 async def test_replies_by_name_look_the_queue_up_once(client: Any, calls: Calls) -> None:

@@ -1,13 +1,20 @@
-"""Starting real processes for end-to-end tests: fake providers, `firmsift api` and `firmsift worker`."""
+"""Starting real processes for end-to-end tests: fake providers, `firmsift api` and `firmsift worker`.
+
+No port is picked here and released for a process to take later (another process may take it
+in between): every server binds port 0 itself and the test reads the port it announces."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,11 +22,18 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 
+# What each kind of process writes once it listens on the port the kernel gave it.
+FAKE_SERVER_PORT = re.compile(r"^(\d+)$", re.MULTILINE)  # the fakes' first line on stdout
+UVICORN_PORT = re.compile(r"Uvicorn running on https?://\S+?:(\d+) ")  # `firmsift serve|api --port 0`
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port where connections are refused for as long as the block runs: a socket
+    bound to it that never listens holds it, so no other process can start listening there."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        yield int(holder.getsockname()[1])
 
 
 @dataclass
@@ -69,9 +83,9 @@ class Processes:
         return process
 
     def start_fake(self, module: str, *args: str) -> tuple[Process, int]:
-        """Start a fake provider server on a free port and return it with its port."""
-        port = free_port()
-        process = self.start(module.rsplit(".", 1)[-1], sys.executable, "-m", module, "--port", str(port), *args)
+        """Start a fake provider server on a port of its own choosing; return it with that port."""
+        process = self.start(module.rsplit(".", 1)[-1], sys.executable, "-m", module, "--port", "0", *args)
+        port = announced_port(process, FAKE_SERVER_PORT)
         wait_for_port(port, process)
         return process, port
 
@@ -88,6 +102,33 @@ class Processes:
         for process in self.started:
             if process.running:
                 process.kill()
+
+
+def announced_port(process: Process, pattern: re.Pattern[str], timeout: float = 60) -> int:
+    """The port a process says (in its log) it listens on: group 1 of the first match of `pattern`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pattern.search(process.log())
+        if found:
+            return int(found.group(1))
+        if process.popen.poll() is not None:
+            raise RuntimeError(f"{process.name} exited before listening:\n{process.log()}")
+        time.sleep(0.05)
+    raise TimeoutError(f"{process.name} announced no port within {timeout:g}s:\n{process.log()}")
+
+
+def probe_port(process: Process, timeout: float = 60) -> int:
+    """The port of a worker's probe, from its JSON log line `worker probe listening`."""
+
+    def logged() -> int | None:
+        for line in process.log().splitlines():
+            if '"worker probe listening"' in line:
+                return int(json.loads(line)["port"])
+        if process.popen.poll() is not None:
+            raise RuntimeError(f"{process.name} exited before its probe listened:\n{process.log()}")
+        return None
+
+    return int(wait_until(logged, timeout, f"{process.name} never opened its probe:\n{process.log()}"))
 
 
 def wait_for_port(port: int, process: Process, timeout: float = 30) -> None:
@@ -124,13 +165,34 @@ def wait_healthy(base_url: str, process: Process, timeout: float = 60) -> None:
     wait_until(healthy, timeout, f"{process.name} never became healthy")
 
 
-def start_api(processes: Processes, name: str = "api") -> tuple[Process, str]:
-    """`firmsift api` on a free loopback port, once it answers /healthz: (process, base URL)."""
-    port = free_port()
-    api = processes.firmsift(name, "api", "--port", str(port))
-    base = f"http://127.0.0.1:{port}"
+def start_api(processes: Processes, name: str = "api", command: str = "api",
+              extra_env: dict[str, str] | None = None) -> tuple[Process, str]:
+    """`firmsift api` (or `serve`) on a loopback port it binds itself (`--port 0`), once it answers
+    /healthz: (process, base URL)."""
+    api = processes.firmsift(name, command, "--port", "0", extra_env=extra_env)
+    base = f"http://127.0.0.1:{announced_port(api, UVICORN_PORT)}"
     wait_healthy(base, api)
     return api, base
+
+
+def start_worker(processes: Processes, name: str = "worker",
+                 extra_env: dict[str, str] | None = None) -> tuple[Process, str]:
+    """`firmsift worker` with its probe on a port it binds itself: (process, probe base URL), once
+    the probe listens. Start several workers first and call `worker_probe` for each to overlap
+    their start-up; this one waits."""
+    worker = start_worker_process(processes, name, extra_env)
+    return worker, worker_probe(worker)
+
+
+def start_worker_process(processes: Processes, name: str = "worker",
+                         extra_env: dict[str, str] | None = None) -> Process:
+    """`firmsift worker` with FIRMSIFT_WORKER_PROBE_PORT=0, not waited for."""
+    return processes.firmsift(name, "worker", extra_env={**(extra_env or {}), "FIRMSIFT_WORKER_PROBE_PORT": "0"})
+
+
+def worker_probe(worker: Process) -> str:
+    """The base URL of a started worker's probe, once it listens."""
+    return f"http://127.0.0.1:{probe_port(worker)}"
 
 
 def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,61 @@
+"""The one line printed for an error of settings, configuration or database access (exit code 2)."""
+
+from __future__ import annotations
+
+import tomllib
+
+from pydantic import ValidationError
+
+from firmsift.entrypoints.settings import ConfigurationError
+
+ENV_PREFIX = "FIRMSIFT_"
+
+
+def startup_error_line(error: BaseException, database: str | None = None) -> str | None:
+    """The line (without the `firmsift: ` prefix) that says what is wrong and what to set, or None
+    when `error` is not a configuration or database error (the caller lets it propagate).
+    `database` names the database in use, password hidden, for database errors."""
+    if isinstance(error, ValidationError):
+        return f"invalid settings: {settings_problems(error)}"
+    if isinstance(error, (ConfigurationError, tomllib.TOMLDecodeError)):
+        return f"invalid configuration: {first_line(str(error))}"
+    line = _database_error_line(error, database)
+    if line is not None:
+        return line
+    if isinstance(error, OSError) and error.filename is not None:
+        # Creating the SQLite file's folder or opening a settings file: the file and the reason.
+        return f"cannot use {error.filename}: {error.strerror or error}"
+    return None
+
+
+def settings_problems(error: ValidationError) -> str:
+    """Each problem as `FIRMSIFT_NAME: what is wrong`, joined on one line. Values are never
+    echoed: a rejected value may be a key or hold a password."""
+    problems = []
+    for problem in error.errors():
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["loc"]:
+            field = ".".join(str(part) for part in problem["loc"])
+            problems.append(f"{ENV_PREFIX}{field.upper()}: {message}")
+        else:
+            problems.append(message)
+    return "; ".join(problems)
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _database_error_line(error: BaseException, database: str | None) -> str | None:
+    # Imported here: this module is loaded on every command, and SQLAlchemy only matters on errors.
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    where = f" {database}" if database else ""
+    if isinstance(error, ArgumentError):  # a malformed URL, or a dialect SQLAlchemy cannot load
+        return f"invalid {ENV_PREFIX}DATABASE_URL: {first_line(str(error))}"
+    if isinstance(error, DBAPIError):
+        # The driver's own message (connection refused, unknown database, authentication failed,
+        # unable to open database file) without SQLAlchemy's SQL echo and background link.
+        cause = error.orig if error.orig is not None else error
+        return f"cannot use the database{where}: {first_line(str(cause))}"
+    return None

@@ -7,11 +7,6 @@ from urllib.parse import urlsplit
 
 # Names that only ever resolve inside one machine or one private network.
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
-# Variables litellm lists as missing that are not credentials (a base URL, a region, a version).
-_NOT_CREDENTIALS = ("_API_BASE", "_BASE_URL", "_API_VERSION", "_REGION", "_REGION_NAME", "_PROJECT", "_LOCATION")
-# Providers whose SDKs find credentials on their own (instance roles, workload identity): a missing
-# variable proves nothing there, so the call is left to say what is wrong.
-_AMBIENT_CREDENTIALS = ("AWS_", "VERTEX", "GOOGLE_APPLICATION_CREDENTIALS")
 
 
 def api_base_host(api_base: str | None) -> str | None:
@@ -60,16 +55,12 @@ def missing_credentials(model: str, *, api_base: str | None, api_key: str | None
     if api_key or is_local_api_base(api_base):
         return None
     # Imported here: litellm costs seconds, and only a process that calls the LLM needs it.
-    from firmsift.adapters.litellm_offline import litellm
+    from firmsift.adapters.litellm_credentials import provider_credentials
 
-    try:
-        found = litellm.validate_environment(model=model, api_key=None, api_base=api_base)
-    except Exception:  # noqa: BLE001 - an unknown provider: let the call itself say what is wrong
+    found = provider_credentials(model)
+    if not found.missing:
         return None
-    missing = [name for name in found.get("missing_keys") or [] if not name.endswith(_NOT_CREDENTIALS)]
-    if not missing or any(name.startswith(_AMBIENT_CREDENTIALS) for name in missing):
-        return None
-    provider_variables = " or ".join(missing)
+    provider_variables = " or ".join(found.variables)
     return (f"missing credentials for {model}: set FIRMSIFT_LLM_API_KEY (or {provider_variables}); "
             "for a local OpenAI-compatible server set FIRMSIFT_LLM_MODEL=openai/<model> and "
             "FIRMSIFT_LLM_API_BASE=http://127.0.0.1:8080/v1 (no request was made)")

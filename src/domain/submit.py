@@ -22,7 +22,7 @@ from firmsift.domain.errors import (
 from firmsift.domain.idempotency import IdempotencyKeyTaken, check_idempotency_key, replay
 from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, Job, JobStatus
-from firmsift.domain.normalize import normalize_domains
+from firmsift.domain.normalize import DomainList
 from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from firmsift.ports.queue import WorkQueue
     from firmsift.ports.repository import JobRepository
 log = logging.getLogger(__name__)
+# A request may list each allowed domain this many times over (duplicates, spellings of one name):
+# more entries than that are refused unread, so the work one request can ask for stays bounded.
+ENTRIES_PER_ALLOWED_DOMAIN = 10
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ async def submit_job(
     check_reply_queue_allowed(reply_queue, command.caller.reply_queues)
     idempotency_key = check_idempotency_key(command.idempotency_key)
     classifier = _check_classifier(command.classifier, catalog)
-    domains = _check_domains(command.domains, max_domains)
+    domains = await _check_domains(command.domains, max_domains)
     job = Job(
         id=new_id(),
         classifier=classifier.name,
@@ -155,7 +158,12 @@ def _check_classifier(name: object, catalog: Mapping[str, Classifier]) -> Classi
     return catalog[name]
 
 
-def _check_domains(domains: object, max_domains: int) -> list[str]:
+def max_entries(max_domains: int) -> int:
+    """The most values `domains` may hold, duplicates included."""
+    return ENTRIES_PER_ALLOWED_DOMAIN * max_domains
+
+
+async def _check_domains(domains: object, max_domains: int) -> list[str]:
     if not isinstance(domains, list):
         raise InvalidRequest(
             "'domains' must be a list of domain names",
@@ -163,7 +171,16 @@ def _check_domains(domains: object, max_domains: int) -> list[str]:
         )
     if not domains:
         raise InvalidRequest("'domains' is empty: give at least one domain")
-    unique = normalize_domains(domains)
+    if len(domains) > max_entries(max_domains):
+        raise TooManyDomains(f"{len(domains)} entries given; at most {max_entries(max_domains)} per request "
+                             f"(duplicates included) for at most {max_domains} unique domains")
+    normalized = DomainList()
+    for value in domains:
+        normalized.add(value)
+        # One value costs at most about a millisecond (its name is bounded before it is mapped):
+        # hand the event loop back after each, so no request holds the others up for longer.
+        await asyncio.sleep(0)
+    unique = normalized.unique()
     if len(unique) > max_domains:
         raise TooManyDomains(
             f"{len(unique)} unique domains given; at most {max_domains} per job",

@@ -1,5 +1,6 @@
 """submit_job on in-memory fakes: validation, row before message, and the publish gap."""
 
+import asyncio
 import json
 
 import pytest
@@ -69,6 +70,12 @@ async def test_publish_failure_marks_the_job_failed_and_raises() -> None:
         (SubmitJob("cpg", ["a.com", "localhost"]), InvalidDomains),
         (SubmitJob("cpg", [f"d{i}.com" for i in range(11)]), TooManyDomains),
         (SubmitJob("cpg", ["a.com"], "no spaces allowed"), InvalidRequest),
+        # Python's \d matches ARABIC-INDIC digits; an SQS account id is ASCII.
+        (SubmitJob("cpg", ["a.com"], "https://sqs.eu-west-1.amazonaws.com/" + "\u0661" * 12 + "/replies"),
+         InvalidRequest),
+        (SubmitJob("cpg", ["a.com:\u00b2"]), InvalidDomains),
+        # Entries are bounded before any is read, duplicates included: 10 per allowed domain.
+        (SubmitJob("cpg", ["a.com"] * 101), TooManyDomains),
     ],
 )
 async def test_bad_requests_write_nothing(command: SubmitJob, error: type) -> None:
@@ -76,6 +83,29 @@ async def test_bad_requests_write_nothing(command: SubmitJob, error: type) -> No
     with pytest.raises(error):
         await submit(command, store)
     assert store.jobs == {}
+
+
+async def test_duplicates_count_once_up_to_the_entry_bound() -> None:
+    job = await submit(SubmitJob("cpg", ["a.com", "https://A.com/x", "www.a.com"] * 33 + ["b.com"]))
+    assert job.domains == ("a.com", "b.com")
+
+
+async def test_normalizing_hands_the_event_loop_back_after_every_value() -> None:
+    """A costly request cannot hold the loop: a task waiting beside it runs between its values."""
+    turns = 0
+
+    async def beside() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(beside())
+    await asyncio.sleep(0)
+    started = turns
+    await submit(SubmitJob("cpg", [f"d{i}.com" for i in range(10)] * 10))
+    other.cancel()
+    assert turns - started >= 100
 
 
 async def test_reply_queue_may_be_a_fifo_name_or_an_sqs_url() -> None:

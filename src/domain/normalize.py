@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import idna
 
 from firmsift.domain.errors import InvalidDomains, Rejection
+from firmsift.domain.punycode import encode_within
 
 MAX_NAME_LENGTH = 253
 MAX_LABEL_LENGTH = 63
@@ -153,14 +154,14 @@ def _label_to_ascii(label: str) -> str:
         raise DomainRejected("has a character that maps to a dot")
     if len(mapped) > MAX_UNICODE_LABEL:
         raise DomainRejected(f"has a label longer than {MAX_LABEL_LENGTH} characters once encoded")
+    encoded = encode_within(mapped, MAX_LABEL_LENGTH - len(_ACE_PREFIX))
+    if encoded is None:
+        raise DomainRejected(f"has a label longer than {MAX_LABEL_LENGTH} characters once encoded")
     try:
         idna.check_label(mapped)  # IDNA 2008: code points, hyphens, joiners, bidi
     except (idna.IDNAError, UnicodeError) as error:
         raise DomainRejected(f"is not a valid internationalized name ({_cut(str(error))})") from None
-    encoded = _ACE_PREFIX + mapped.encode("punycode").decode("ascii")
-    if len(encoded) > MAX_LABEL_LENGTH:
-        raise DomainRejected(f"has a label longer than {MAX_LABEL_LENGTH} characters once encoded")
-    return encoded
+    return _ACE_PREFIX + encoded
 
 
 def _shown(text: str) -> str:

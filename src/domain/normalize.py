@@ -43,13 +43,18 @@ def normalize_domain(raw: object) -> str:
     """The canonical form of `raw` (see DESIGN.md), or DomainRejected naming the reason."""
     if not isinstance(raw, str):
         raise DomainRejected(f"must be a string, not {type(raw).__name__}")
-    host = _extract_host(raw)
-    host = _to_ascii(host)
+    host = _to_ascii(_extract_host(raw))
+    # The whole name is bounded before anything walks its labels: "www." * 16,000 + "com" must
+    # be refused at once, not stripped (quadratically) down to "www.com".
+    if len(host) > MAX_NAME_LENGTH:
+        raise DomainRejected(f"is longer than {MAX_NAME_LENGTH} characters")
     _check_not_ip(host)
     labels = host.split(".")
     # Strip leading "www." labels, but never down to a bare TLD ("www.com" stays).
-    while len(labels) > 2 and labels[0] == "www":
-        labels = labels[1:]
+    first = 0
+    while len(labels) - first > 2 and labels[first] == "www":
+        first += 1
+    labels = labels[first:]
     _check_labels(labels)
     return ".".join(labels)
 

@@ -32,6 +32,7 @@ from firmsift.domain.normalize import (
         ("example.com.", "example.com"),
         ("www.www.example.com", "example.com"),
         ("www.com", "www.com"),
+        ("www." * 60 + "example.com", "example.com"),  # 251 characters: stripped
         ("//example.com/a", "example.com"),
         ("münchen.de", "xn--mnchen-3ya.de"),
         ("https://BÜCHER.example/", None),  # .example is reserved
@@ -96,6 +97,8 @@ def test_examples(raw: str, expected: str | None) -> None:
         ("\u00e9" * (MAX_WRITTEN_LABEL + 1) + ".fr", "longer than 63"),
         ("\u00e9" * 16000 + ".com", "longer than 253"),
         (".".join(["\u00e9" * 50] * 5) + ".com", "longer than 253"),
+        ("www." * 16000 + "com", "longer than 253"),  # not stripped down to www.com
+        ("www." * 62 + "example.com", "longer than 253"),
         (42, "string"),
         (None, "string"),
     ],

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -158,6 +159,14 @@ def _check_classifier(name: object, catalog: Mapping[str, Classifier]) -> Classi
     return catalog[name]
 
 
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _turn() -> asyncio.Lock:
+    """The running event loop's lock for costly normalization (a lock serves one loop only)."""
+    return _TURNS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+
+
 def max_entries(max_domains: int) -> int:
     """The most values `domains` may hold, duplicates included."""
     return ENTRIES_PER_ALLOWED_DOMAIN * max_domains
@@ -176,10 +185,17 @@ async def _check_domains(domains: object, max_domains: int) -> list[str]:
                              f"(duplicates included) for at most {max_domains} unique domains")
     normalized = DomainList()
     for value in domains:
-        normalized.add(value)
-        # One value costs at most about a millisecond (its name is bounded before it is mapped):
-        # hand the event loop back after each, so no request holds the others up for longer.
-        await asyncio.sleep(0)
+        if normalized.costly(value):
+            # One internationalized value per turn of the event loop over all requests, taken in
+            # arrival order: the lock is held until the loop has turned, so with ten hostile
+            # requests at once a turn still does one value's work (~0.3 ms), not ten, and every
+            # request, hostile or not, gets its turns.
+            async with _turn():
+                normalized.add(value)
+                await asyncio.sleep(0)
+        else:
+            normalized.add(value)
+            await asyncio.sleep(0)  # hand the loop back after each value: no request holds it
     unique = normalized.unique()
     if len(unique) > max_domains:
         raise TooManyDomains(

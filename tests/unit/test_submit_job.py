@@ -2,7 +2,9 @@
 
 import asyncio
 import json
+from unittest import mock
 
+import idna
 import pytest
 
 from firmsift.adapters.classifier_files import load_catalog
@@ -106,6 +108,34 @@ async def test_normalizing_hands_the_event_loop_back_after_every_value() -> None
     await submit(SubmitJob("cpg", [f"d{i}.com" for i in range(10)] * 10))
     other.cancel()
     assert turns - started >= 100
+
+
+async def test_concurrent_requests_map_one_internationalized_value_per_turn_of_the_loop() -> None:
+    """Ten requests of costly values at once: between any two UTS #46 mappings, over all of
+    them, the event loop turns (so /healthz waits for one value's work, not ten), and the
+    requests take turns rather than one finishing before the next starts."""
+    turns = 0
+    seen: list[tuple[int, str]] = []  # (loop turn, request) of each mapping
+    real_remap = idna.uts46_remap
+
+    def remap(label: str, *args: object, **kwargs: object) -> str:
+        seen.append((turns, label[-1]))
+        return real_remap(label, *args, **kwargs)
+
+    async def beside() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(beside())
+    with mock.patch.object(idna, "uts46_remap", remap):
+        await asyncio.gather(*(submit(SubmitJob("cpg", [f"\u00e4{i}{tag}.de" for i in range(5)]))
+                               for tag in "abcdefghij"))
+    other.cancel()
+    assert len(seen) == 50
+    assert all(earlier[0] < later[0] for earlier, later in zip(seen, seen[1:])), seen
+    assert [tag for _turn, tag in seen[:10]] == list("abcdefghij")
 
 
 async def test_reply_queue_may_be_a_fifo_name_or_an_sqs_url() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import threading
@@ -109,32 +110,46 @@ def _cost(client: httpx.Client, pid: int, name: str, body: bytes, repeat: int) -
                     len(response.content))
 
 
-def _healthz_during_bursts(base: str, body: bytes, size: HostileSize) -> list[float]:
-    """/healthz latencies, probed every HEALTHZ_INTERVAL while `size.concurrent` copies of `body`
-    are sent at once, `size.rounds` times."""
+def _healthz_during_bursts(base: str, body_name: str, size: HostileSize) -> list[float]:
+    """/healthz latencies, probed every HEALTHZ_INTERVAL while `size.concurrent` copies of the
+    body are sent at once, `size.rounds` times. The bodies are sent by another process, so the
+    probe does not wait for the senders' share of this process's GIL."""
     latencies: list[float] = []
     for _ in range(size.rounds):
-        barrier = threading.Barrier(size.concurrent + 1)
-
-        def post() -> None:
-            with httpx.Client(base_url=base, timeout=size.timeout) as own:
-                barrier.wait()
-                own.post("/domains/classify", content=body, headers={"Content-Type": "application/json"})
-
-        senders = [threading.Thread(target=post) for _ in range(size.concurrent)]
-        for sender in senders:
-            sender.start()
         with httpx.Client(base_url=base, timeout=size.timeout) as probe:
             probe.get("/healthz")  # connected before the burst
-            barrier.wait()
-            while any(sender.is_alive() for sender in senders):
+            burst = subprocess.Popen([sys.executable, "-m", "bench.hostile_intake", "--burst", base, body_name,
+                                      str(size.concurrent)], stdout=subprocess.PIPE, text=True)
+            assert burst.stdout is not None
+            burst.stdout.readline()  # "ready": bodies built, connections open
+            while burst.poll() is None:
                 started = time.perf_counter()
                 probe.get("/healthz").raise_for_status()
                 latencies.append(time.perf_counter() - started)
                 time.sleep(HEALTHZ_INTERVAL)
-        for sender in senders:
-            sender.join()
+        if burst.returncode != 0:
+            raise RuntimeError(f"the burst of {body_name!r} failed ({burst.returncode})")
     return latencies
+
+
+def _burst(base: str, body_name: str, concurrent: int) -> None:
+    """Send `concurrent` copies of one body at once (run in its own process by the benchmark)."""
+    body = bodies()[body_name]
+    clients = [httpx.Client(base_url=base, timeout=1800) for _ in range(concurrent)]
+    for client in clients:
+        client.get("/healthz")
+    barrier = threading.Barrier(concurrent)
+
+    def post(client: httpx.Client) -> None:
+        barrier.wait()
+        client.post("/domains/classify", content=body, headers={"Content-Type": "application/json"})
+
+    senders = [threading.Thread(target=post, args=(client,)) for client in clients]
+    print("ready", flush=True)
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
 
 
 def _healthz_idle(base: str, count: int) -> list[float]:
@@ -163,7 +178,7 @@ def run(folder: Path, latencies: Latencies, size: HostileSize) -> list[Figure]:
             client.get("/healthz")
             costs = [_cost(client, api.popen.pid, name, body, size.repeat) for name, body in candidates.items()]
         worst = max(costs, key=lambda cost: cost.cpu_seconds)
-        probes = _healthz_during_bursts(base, candidates[worst.name], size)
+        probes = _healthz_during_bursts(base, worst.name, size)
         idle = _healthz_idle(base, max(len(probes), 100))
     figures = [
         Figure("hostile", "embedded", f"server CPU per request: {cost.name}", cost.cpu_seconds, "s", CPU_LIMIT,
@@ -186,12 +201,16 @@ def run(folder: Path, latencies: Latencies, size: HostileSize) -> list[Figure]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hostile_intake", description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="fewer repetitions: checks that it runs")
+    parser.add_argument("--burst", nargs=3, metavar=("BASE", "BODY", "COUNT"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help="write the figures and the machine as JSON here")
     parser.add_argument("--repeat", type=int, help="sends of each body for its CPU (default 20; --small 2)")
     parser.add_argument("--rounds", type=int, help="bursts while /healthz is probed (default 5; --small 1)")
     parser.add_argument("--concurrent", type=int, default=CONCURRENT_BODIES,
                         help=f"worst bodies sent at once in a burst (default {CONCURRENT_BODIES})")
     args = parser.parse_args(argv)
+    if args.burst:
+        _burst(args.burst[0], args.burst[1], int(args.burst[2]))
+        return 0
     preset = SMALL if args.small else FULL
     size = HostileSize(repeat=args.repeat or preset.repeat, rounds=args.rounds or preset.rounds,
                        timeout=preset.timeout, concurrent=args.concurrent)

@@ -189,6 +189,10 @@ def test_health(client: TestClient) -> None:
         (b'{"domains": ["\\ud800.com"]}', {}, 400, "malformed_json"),
         (b'{"domains": [1e400]}', {}, 400, "malformed_json"),
         (b'{"domains": ["a.com"]}', {"content-length": "+5"}, 400, "bad_content_length"),
+        # The byte 0xB2 reads as "²" (headers are Latin-1), a digit to str.isdigit().
+        (b'{"domains": ["a.com"]}', {"content-length": b"\xb2"}, 400, "bad_content_length"),
+        # More digits than int() reads (4,300): too large, not a 500.
+        (b'{"domains": ["a.com"]}', {"content-length": "9" * 5000}, 413, "body_too_large"),
         (b'{"domains": ["a.com"]}', {"content-type": "application/problem+json"}, 415, "unsupported_media_type"),
     ],
 )

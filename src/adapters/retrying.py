@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[object]]
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII digits: a header is ASCII, \d is not
 # 2**1000 is still a finite float: a huge retry number saturates at max_delay instead of overflowing.
 _MAX_EXPONENT = 1000
 

@@ -9,7 +9,8 @@ from firmsift.domain.errors import FirmsiftError, InvalidRequest, Rejection
 # Queue names as SQS allows them (80 characters, letters, digits, - and _, optional .fifo),
 # or a full https queue URL for the SQS backend.
 QUEUE_NAME_PATTERN = r"[A-Za-z0-9_-]{1,75}(\.fifo)?"
-QUEUE_URL_PATTERN = r"https?://[^\s/]+/\d{12}/[A-Za-z0-9_-]{1,75}(\.fifo)?"
+# [0-9], not \d: Python's \d also matches other scripts' digits, JSON Schema's (ECMA-262) does not.
+QUEUE_URL_PATTERN = r"https?://[^\s/]+/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\.fifo)?"
 _QUEUE_NAME = re.compile(rf"^{QUEUE_NAME_PATTERN}$")
 _QUEUE_URL = re.compile(rf"^{QUEUE_URL_PATTERN}$")
 

@@ -26,6 +26,7 @@ from firmsift.entrypoints.rate_limit import RateLimited
 
 log = logging.getLogger(__name__)
 MAX_ECHOED_VALUE = 200  # an offending value is echoed back, but never a megabyte of it
+MAX_DETAILS = 100  # offending values listed in one error; the rest are counted in details_omitted
 
 _STATUS: list[tuple[type[FirmsiftError], int]] = [
     (TooManyDomains, 413),
@@ -50,21 +51,31 @@ class BodyRejected(FirmsiftError):
         self.message = message
 
 
-def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details or []}}
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None,
+               omitted: int = 0) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message, "details": details or []}
+    if omitted:
+        error["details_omitted"] = omitted
+    return {"error": error}
 
 
 def _echo(value: object) -> object:
-    if isinstance(value, str) and len(value) > MAX_ECHOED_VALUE:
-        return value[:MAX_ECHOED_VALUE] + "…"
-    if isinstance(value, (dict, list)):
-        text = repr(value)
-        return text if len(text) <= MAX_ECHOED_VALUE else text[:MAX_ECHOED_VALUE] + "…"
-    return value
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, int) and -10**15 < value < 10**15:
+        return value
+    text = value if isinstance(value, str) else repr(value)  # long integers, arrays, objects
+    return text if len(text) <= MAX_ECHOED_VALUE else text[:MAX_ECHOED_VALUE] + "…"
 
 
-def _details(rejections: tuple[Rejection, ...]) -> list[dict[str, Any]]:
-    return [{"value": _echo(r.value), "reason": r.reason} for r in rejections]
+def _invalid_request(exc: InvalidRequest, status: int) -> JSONResponse:
+    """The first MAX_DETAILS offending values, each cut to MAX_ECHOED_VALUE: an error answer stays
+    about the size of its request, however many values it refuses."""
+    shown = exc.rejections[:MAX_DETAILS]
+    details = [{"value": _echo(r.value), "reason": str(_echo(r.reason))} for r in shown]
+    omitted = len(exc.rejections) - len(shown)
+    message = f"{exc.message} (the first {len(shown)} are listed)" if omitted else exc.message
+    return JSONResponse(error_body(exc.code, message, details, omitted), status_code=status)
 
 
 async def firmsift_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -73,7 +84,7 @@ async def firmsift_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, FirmsiftError)
     status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 400)
     if isinstance(exc, InvalidRequest):
-        return JSONResponse(error_body(exc.code, exc.message, _details(exc.rejections)), status_code=status)
+        return _invalid_request(exc, status)
     if isinstance(exc, UnknownClassifier):
         details = [{"value": _echo(exc.name), "reason": f"known classifiers: {', '.join(exc.known)}"}]
         return JSONResponse(error_body(exc.code, str(exc), details), status_code=status)

@@ -8,6 +8,8 @@ from typing import Any
 
 from firmsift.domain.idempotency import MAX_KEY_LENGTH
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
+from firmsift.domain.submit import max_entries
+from firmsift.entrypoints.http_errors import MAX_DETAILS
 
 JSON = "application/json"
 STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED"]
@@ -30,7 +32,7 @@ def _ok(description: str, schema: dict[str, Any], media_type: str = JSON) -> dic
     return {"description": description, "content": {media_type: {"schema": schema}}}
 
 
-def _schemas(classifiers: list[str]) -> dict[str, Any]:
+def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict[str, Any]:
     nullable_string = {"type": ["string", "null"]}
     return {
         "Error": {
@@ -43,16 +45,22 @@ def _schemas(classifiers: list[str]) -> dict[str, Any]:
                     "details": {"type": "array", "items": {
                         "type": "object", "required": ["value", "reason"], "additionalProperties": False,
                         "properties": {"value": {"description": "the offending input (long values are cut)"},
-                                       "reason": {"type": "string"}}}},
+                                       "reason": {"type": "string"}}},
+                                "maxItems": max_details, "description": f"the first {max_details} offending values"},
+                    "details_omitted": {"type": "integer", "minimum": 1,
+                                        "description": "offending values not listed, when there are more"},
                 }}},
         },
         "SubmitRequest": {
             "type": "object", "required": ["domains"], "additionalProperties": False,
             "properties": {
                 "classifier": {"type": "string", "enum": classifiers, "default": "cpg"},
-                "domains": {"type": "array", "minItems": 1, "items": {"type": "string"},
-                            "description": "host names or URLs; normalized, duplicates removed; each invalid "
-                                           "one is listed in a 422 invalid_domains error"},
+                "domains": {"type": "array", "minItems": 1, "maxItems": max_entries(max_domains),
+                            "items": {"type": "string", "minLength": 1},
+                            "description": f"host names or URLs; normalized, duplicates removed; at most "
+                                           f"{max_domains} unique ones and {max_entries(max_domains)} entries "
+                                           "(413 too_many_domains); each invalid one is listed in a 422 "
+                                           "invalid_domains error"},
             },
         },
         "Accepted": {
@@ -126,8 +134,8 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
             "400": _error("body is not valid JSON (malformed_json)"),
             **auth_errors,
             "403": _error("this API key may not use that reply queue (reply_queue_not_allowed)"),
-            "413": _error(f"body over {max_body_bytes} bytes (body_too_large) or more than {max_domains} "
-                          "unique domains (too_many_domains)"),
+            "413": _error(f"body over {max_body_bytes} bytes (body_too_large), or more than {max_domains} "
+                          f"unique domains or {max_entries(max_domains)} entries (too_many_domains)"),
             "415": _error("Content-Type is not JSON (unsupported_media_type)"),
             "422": _error("invalid input: invalid_request, invalid_domains, unknown_classifier, "
                           "idempotency_key_reused"),
@@ -164,7 +172,7 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
             "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "responses": {
                 "200": _ok("OpenAPI 3.1", {"type": "object"}), **open_to_all}}},
         },
-        "components": {"schemas": {**_schemas(sorted(classifiers)), "Readiness": {
+        "components": {"schemas": {**_schemas(sorted(classifiers), max_domains, MAX_DETAILS), "Readiness": {
             "type": "object", "required": ["status", "checks"], "additionalProperties": False,
             "properties": {"status": {"enum": ["ready", "not ready"]},
                            "checks": {"type": "object", "additionalProperties": {"type": "string"}}}}}},

@@ -189,6 +189,10 @@ def test_health(client: TestClient) -> None:
         (b'{"domains": ["\\ud800.com"]}', {}, 400, "malformed_json"),
         (b'{"domains": [1e400]}', {}, 400, "malformed_json"),
         (b'{"domains": ["a.com"]}', {"content-length": "+5"}, 400, "bad_content_length"),
+        # The byte 0xB2 reads as "²" (headers are Latin-1), a digit to str.isdigit().
+        (b'{"domains": ["a.com"]}', {"content-length": b"\xb2"}, 400, "bad_content_length"),
+        # More digits than int() reads (4,300): too large, not a 500.
+        (b'{"domains": ["a.com"]}', {"content-length": "9" * 5000}, 413, "body_too_large"),
         (b'{"domains": ["a.com"]}', {"content-type": "application/problem+json"}, 415, "unsupported_media_type"),
     ],
 )
@@ -204,3 +208,75 @@ def test_odd_bodies_found_in_review_are_clear_errors(client: TestClient, content
 def test_firmsifts_own_queues_are_refused_as_reply_queues(client: TestClient, queue: str) -> None:
     response = post(client, {"domains": ["a.com"]}, **{"x-reply-queue": queue})
     assert response.status_code == 422 and "own queues" in response.text
+
+
+@pytest.fixture
+def roomy_client(tmp_path: Path) -> Iterator[TestClient]:
+    """Room for more entries than the default allows: 20 unique domains, 200 entries, 64 KB."""
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'roomy.db'}",
+                                          max_body_bytes=65536, max_domains_per_job=20))
+    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+        yield client
+    container.engine().dispose()
+
+
+@pytest.mark.parametrize(("values", "status", "code", "omitted"), [
+    ([7] * 150, 422, "invalid_domains", 50),  # every one refused: "must be a string"
+    ([f"d{i}.com" for i in range(200)], 413, "too_many_domains", 80),  # 180 over the limit
+])
+def test_an_error_lists_the_first_100_values_and_counts_the_rest(roomy_client: TestClient, values: list,
+                                                                 status: int, code: str, omitted: int) -> None:
+    request = json.dumps({"domains": values}).encode()
+    response = roomy_client.post("/domains/classify", content=request, headers={"content-type": "application/json"})
+    assert response.status_code == status
+    error = error_of(response)
+    assert error["code"] == code and len(error["details"]) == 100 and error["details_omitted"] == omitted
+    assert "first 100" in error["message"]
+    assert len(response.content) < 60 * 100 + 300  # under 60 bytes a detail, however many were refused
+
+
+def test_more_entries_than_allowed_are_refused_unread(roomy_client: TestClient) -> None:
+    response = post(roomy_client, {"domains": ["a.com"] * 201})
+    assert response.status_code == 413
+    error = error_of(response)
+    assert error["code"] == "too_many_domains" and "at most 200" in error["message"]
+
+
+def test_echoed_values_are_cut_whatever_their_type(roomy_client: TestClient) -> None:
+    response = post(roomy_client, {"domains": [10**1000, "x" * 5000, [1] * 1000, 1.5, None, True]})
+    details = error_of(response)["details"]
+    assert [len(str(d["value"])) <= 201 for d in details] == [True] * 6
+    assert [d["value"] for d in details[3:]] == [1.5, None, True]
+    assert all(len(d["reason"]) <= 201 for d in details)
+
+
+@pytest.mark.parametrize("domain", ["a.com:\u00b2", "https://a.com:\u2460/x", "a.com:\uff18\uff10", "",
+                                    "\u4e00\u4e01" * 8000 + ".com", "xn--n3h.com", "\u2603.com"])
+def test_hostile_domains_are_refused_with_a_reason_never_a_500(client: TestClient, domain: str) -> None:
+    response = client.post("/domains/classify", content=json.dumps({"domains": [domain]}, ensure_ascii=False),
+                           headers={"content-type": "application/json"})
+    if len(response.request.content) > 2048:
+        assert response.status_code == 413
+        return
+    assert response.status_code == 422, response.text
+    assert error_of(response)["details"][0]["reason"]
+
+
+def test_straße_and_strasse_are_two_domains(client: TestClient) -> None:
+    response = post(client, {"domains": ["straße.de", "strasse.de", "xn--strae-oqa.de"]})
+    assert response.status_code == 202
+    assert response.json()["domains"] == ["xn--strae-oqa.de", "strasse.de"]
+
+
+def test_the_document_says_what_the_api_refuses_about_domains(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    domains = schemas["SubmitRequest"]["properties"]["domains"]
+    # {"domains": [""]} was schema-valid but refused; more than 100 entries (10 unique by default) are 413.
+    assert domains["items"] == {"type": "string", "minLength": 1}
+    assert (domains["minItems"], domains["maxItems"]) == (1, 100)
+    error = schemas["Error"]["properties"]["error"]
+    assert error["properties"]["details"]["maxItems"] == 100
+    assert error["properties"]["details_omitted"] == {"type": "integer", "minimum": 1,
+                                                      "description": "offending values not listed, when there are more"}
+    assert post(client, {"domains": [""]}).status_code == 422
+    assert post(client, {"domains": ["a.com"] * 101}).status_code == 413

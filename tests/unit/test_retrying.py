@@ -245,6 +245,8 @@ NOW = 1_800_000_000.0
         ({"Retry-After": "inf"}, None),
         ({"Retry-After": "nan"}, None),
         ({"Retry-After": "9" * 400}, None),
+        ({"Retry-After": "\u0663"}, None),  # ARABIC-INDIC DIGIT THREE: a digit to float(), not to HTTP
+        ({"Retry-After": "7", "retry-after-ms": "\uff12\uff15\uff10"}, 7.0),  # fullwidth "250" is no number
         ({"Retry-After": ""}, None),
         ({"Content-Type": "application/json"}, None),
         ({}, None),

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from firmsift.adapters.llm_endpoint import api_base_host
 from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.database_file import describe_database
 from firmsift.entrypoints.settings import Settings
@@ -31,22 +32,9 @@ def effective_configuration(settings: Settings, command: str, host: str | None =
     return fields
 
 
-def api_base_host(url: str) -> str:
-    """`host[:port]` of a URL: no user, password, path or query, which may carry credentials."""
-    parts = urlsplit(url if "://" in url else f"//{url}")
-    host = parts.hostname or "?"
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return f"{host}:{port}" if port else host
-
-
 def queue_address(url: str) -> str:
     """An SQS queue URL as host and path (account and queue name): nothing else."""
-    return api_base_host(url) + urlsplit(url).path
+    return (api_base_host(url) or "?") + urlsplit(url).path
 
 
 def auth_mode(mode: str, host: str) -> str:

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from sqlalchemy import text
 
 from firmsift.adapters.sql_engine import make_engine
-from firmsift.entrypoints.config_summary import api_base_host, log_effective_configuration
+from firmsift.adapters.llm_endpoint import api_base_host
+from firmsift.entrypoints.config_summary import log_effective_configuration
 from firmsift.entrypoints.database_file import database_to_create, describe_database
 from firmsift.entrypoints.llm_credentials import MissingLLMCredentials, llm_credentials_problem, require_llm_credentials
 from firmsift.entrypoints.logs import JsonFormatter

@@ -12,7 +12,16 @@ import httpx
 import pytest
 
 from tests.support.postgres import postgres_engine
-from tests.support.processes import Processes, free_port, run_cli, wait_until
+from tests.support.processes import (
+    UVICORN_PORT,
+    Processes,
+    announced_port,
+    refusing_port,
+    run_cli,
+    start_worker_process,
+    wait_until,
+    worker_probe,
+)
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.e2e
@@ -26,20 +35,23 @@ def waiting_lines(log: str) -> list[dict]:
 def test_api_and_worker_wait_for_the_database_and_become_ready_when_it_is_back(tmp_path: Path) -> None:
     with postgres_engine(migrate=False) as engine:
         url = engine.url
-        proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432, port=free_port())
+        proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+        proxy.start()
+        proxy.stop()  # the proxy holds its port number; connections to it are refused until start()
         processes = Processes(tmp_path, env={
             "FIRMSIFT_DATABASE_URL": url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False),
             "FIRMSIFT_AUTH": "off",
             "FIRMSIFT_WAIT_TIME": "1",
+            "FIRMSIFT_LLM_API_KEY": "unused-no-job-is-answered-here",
         })
-        api_port, probe_port = free_port(), free_port()
         try:
-            api = processes.firmsift("api", "api", "--port", str(api_port))
-            worker = processes.firmsift("worker", "worker", extra_env={"FIRMSIFT_WORKER_PROBE_PORT": str(probe_port)})
+            api = processes.firmsift("api", "api", "--port", "0")
+            worker = start_worker_process(processes)
             wait_until(lambda: len(waiting_lines(api.log())) >= 3 and len(waiting_lines(worker.log())) >= 3, 30,
                        "the processes did not report waiting for the database")
             assert api.running and worker.running
             proxy.start()  # the database is back
+            api_port = announced_port(api, UVICORN_PORT)
 
             def ready() -> bool:
                 try:
@@ -49,7 +61,8 @@ def test_api_and_worker_wait_for_the_database_and_become_ready_when_it_is_back(t
 
             wait_until(ready, 60, "the API never became ready")
             accepted = httpx.post(f"http://127.0.0.1:{api_port}/domains/classify", json={"domains": ["a.com"]})
-            wait_until(lambda: _probe_ok(probe_port), 60, "the worker never served its probe")
+            probe = worker_probe(worker)
+            wait_until(lambda: _probe_ok(probe), 60, "the worker never served its probe")
         finally:
             processes.stop_all()
             proxy.close()
@@ -64,17 +77,19 @@ def test_api_and_worker_wait_for_the_database_and_become_ready_when_it_is_back(t
         assert max(delays) > min(delays)  # backing off, not hammering
 
 
-def _probe_ok(port: int) -> bool:
+def _probe_ok(base: str) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        return httpx.get(f"{base}/healthz", timeout=5).status_code == 200
     except httpx.TransportError:
         return False
 
 
 def test_a_worker_gives_up_after_the_wait_allowed_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     started = time.monotonic()
-    result = run_cli({"FIRMSIFT_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
-                      "FIRMSIFT_DATABASE_WAIT_SECONDS": "2"}, "worker", timeout=60)
+    with refusing_port() as port:
+        result = run_cli({"FIRMSIFT_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{port}/nothing",
+                          "FIRMSIFT_DATABASE_WAIT_SECONDS": "2",
+                          "FIRMSIFT_LLM_API_KEY": "unused-no-job-is-answered-here"}, "worker", timeout=60)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("firmsift: the database is unreachable after")
     assert "Traceback" not in result.stderr

@@ -29,8 +29,8 @@ def require_provisioned() -> Layout:
     if where.ready():
         return where
     reason = (f"llama-cpp-python {server_version()} server not provisioned in {where.venv} (model {where.model}): "
-              "run `./dev realserver` (or `python3 tests/realserver/provision.py`; builds it from source once per machine, 6-17 min "
-              "on 2 cores; `.ci/run` does it)")
+              "run `./dev realserver` (or `python3 tests/realserver/provision.py`; builds it from source once "
+              "per machine, 6-17 min on 2 cores; `.ci/run` does it)")
     if os.environ.get("CI") == "true":
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
@@ -67,6 +67,7 @@ def start_llama_server(processes: Processes, where: Layout, *, timeout: float = 
         if listening:
             return LlamaServer(process, int(listening.group(1)), time.monotonic() - started)
         if not process.running:
-            raise RuntimeError(f"llama-cpp-python's server exited ({process.popen.returncode}):\n{process.log()[-4000:]}")
+            raise RuntimeError(f"llama-cpp-python's server exited ({process.popen.returncode}):\n"
+                               f"{process.log()[-4000:]}")
         time.sleep(0.1)
     raise TimeoutError(f"llama-cpp-python's server did not listen within {timeout:g}s:\n{process.log()[-4000:]}")

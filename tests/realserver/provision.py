@@ -2,7 +2,7 @@
 
 Run with any Python 3.11+ (standard library only): `python3 tests/realserver/provision.py`.
 Everything is pinned by hash (requirements.lock, model.lock next to this file) and kept under
-$FIRMSIFT_CACHE_DIR (default ~/.cache/firmsift), so the slow part happens once per machine:
+$XDG_CACHE_HOME/firmsift (default ~/.cache/firmsift), so the slow part happens once per machine:
 
 - wheels/<key>/        llama-cpp-python built from its sdist (6-17 min on 2 cores), keyed by version,
                        Python, platform and the CPU's instruction-set flags (the build uses -march=native)
@@ -35,9 +35,7 @@ _PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]\s.*?(?:-c|-o)\s+(\S+)\s*$")
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("FIRMSIFT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
+    """$XDG_CACHE_HOME/firmsift (not a FIRMSIFT_* variable: those are firmsift's own settings)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "firmsift"
 
 

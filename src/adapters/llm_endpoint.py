@@ -48,11 +48,13 @@ def is_local_api_base(api_base: str | None) -> bool:
 def missing_credentials(model: str, *, api_base: str | None, api_key: str | None) -> str | None:
     """Why a call to `model` cannot be authenticated, naming the variables to set; None when it can.
 
-    No key is needed when one is given, or when the API base is a local server. Otherwise litellm
-    says which of the provider's own variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) it would
-    read; when none of them is set the call would fail before reaching the provider.
+    No key is needed when one is given, or when an API base names a server of the user's own
+    (local or a gateway: only it knows whether it wants a key, and it says so if it does); the
+    worker's start-up check follows the same rule. Otherwise litellm says which of the provider's
+    own variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) it would read; when none of them is
+    set the call would fail before reaching the provider.
     """
-    if api_key or is_local_api_base(api_base):
+    if api_key or api_base:
         return None
     # Imported here: litellm costs seconds, and only a process that calls the LLM needs it.
     from firmsift.adapters.litellm_credentials import provider_credentials

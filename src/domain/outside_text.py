@@ -59,10 +59,12 @@ def storable_evidence(evidence: Iterable[Evidence]) -> list[Evidence]:
 def check_storable(result: DomainResult, answer: Answer | None) -> None:
     """Raise UnstorableText naming the first text of `result` or `answer` that cannot be stored:
     the check every store makes before writing, so all of them refuse the same values."""
-    texts = [("reason", result.reason), ("error", result.error), *_evidence_texts(result.evidence)]
+    texts = [("reason", result.reason), ("error", result.error), ("evidence status", result.evidence_status),
+             *_evidence_texts(result.evidence)]
     if answer is not None:
         texts += [("raw output", answer.raw_output), ("model", answer.model), ("reason", answer.reason),
-                  ("error", answer.error), *_evidence_texts(answer.evidence)]
+                  ("error", answer.error), ("evidence status", answer.evidence_status),
+                  *_evidence_texts(answer.evidence)]
     for name, value in texts:
         reason = unstorable_reason(value) if value is not None else None
         if reason is not None:

@@ -16,6 +16,7 @@ from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettere
 from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
+from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.config_summary import announce_new_database, log_effective_configuration
 from firmsift.entrypoints.database_file import database_to_create
@@ -60,6 +61,12 @@ def dispatch(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.command == "worker":
         require_llm_credentials(settings)
+    if args.command in ("serve", "api"):
+        try:  # an unsafe setting is refused before any database work (a wait, a new file)
+            auth_required(settings.auth, args.host)
+        except UnsafeAuthSetting as error:
+            print(f"firmsift: {error}", file=sys.stderr)
+            return EXIT_USAGE
     new_database = database_to_create(settings, args.command)  # refuses to create one by mistake
     # `db upgrade` applies the migrations itself, so it can say which ones it applied; the
     # long-running processes wait for a database that is not up yet, then migrate.
@@ -103,7 +110,6 @@ def dispatch(args: argparse.Namespace) -> int:
 def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:
     import uvicorn
 
-    from firmsift.entrypoints.auth import UnsafeAuthSetting
     from firmsift.entrypoints.http_api import create_app
     from firmsift.entrypoints.http_protocol import ConnectionLimits, connection_cap, guarded_protocol
 
@@ -115,12 +121,8 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     if with_worker:
         container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
     background = (lambda: running_worker(container)) if with_worker else None
-    try:
-        app = create_app(container, background=background, host=host,
-                         not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
-    except UnsafeAuthSetting as error:
-        print(f"firmsift: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    app = create_app(container, background=background, host=host,  # auth was checked in dispatch
+                     not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
     settings = container.settings()
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
     # Its bound on a request head still arriving (request line + headers) keeps a slow sender from

@@ -39,7 +39,9 @@ def migrate_when_reachable(container: Container, *, sleep: Callable[[float], Non
         except (OperationalError, InterfaceError) as error:
             reason = _reason(error)
             remaining = deadline - clock()
-            if not waits or remaining <= 0:
+            if not waits:
+                raise  # a SQLite file that cannot be opened: a configuration error, said as such (exit 2)
+            if remaining <= 0:
                 waited = f" after {attempt} attempts" if attempt > 1 else ""
                 raise DatabaseUnreachable(f"the database is unreachable{waited}: {reason}") from None
             pause = min(remaining, random.uniform(delay / 2, delay))

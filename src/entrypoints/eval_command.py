@@ -35,6 +35,7 @@ from firmsift.domain.model import Classifier, KnownCompany
 from firmsift.domain.process import with_parents
 from firmsift.entrypoints.container import LOCAL_SERVER_PLACEHOLDER_KEY, Container
 from firmsift.entrypoints.csv_files import CsvFileError
+from firmsift.entrypoints.database_file import database_to_create
 from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval_progress import ProgressBar
@@ -208,6 +209,7 @@ def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain], base: Con
     The schema is never migrated here: an evaluation does not change a database."""
     if not args.known_companies:
         return {}
+    database_to_create(base.settings(), "eval --known-companies")  # refuses to create an empty one
     try:
         return asyncio.run(base.store().find_known(with_parents([i.domain for i in labels])))
     except SQLAlchemyError as error:

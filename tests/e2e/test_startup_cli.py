@@ -127,3 +127,32 @@ def test_another_directory_gets_no_second_database(tmp_path: Path, monkeypatch: 
     [announced] = log_entries(created.stderr, "creating a new database")
     assert announced["path"] == f"{elsewhere}/firmsift-data/firmsift.db"
     assert (elsewhere / "firmsift-data" / "firmsift.db").exists()
+
+
+@pytest.mark.parametrize("command", ["api", "serve", "worker"])
+def test_a_sqlite_file_that_cannot_be_opened_is_one_line_exit_2_for_long_running_commands(
+        tmp_path: Path, command: str) -> None:
+    """As for `db upgrade`: waiting would not make the file appear (PostgreSQL is waited for)."""
+    result = firmsift(command, env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path}",
+                                    "FIRMSIFT_LLM_API_KEY": "unused-no-job-is-answered-here"})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"firmsift: cannot use the database sqlite:///{tmp_path}")
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql down"])
+def test_an_unsafe_auth_setting_is_refused_before_any_database_work(tmp_path: Path, database: str) -> None:
+    """No new database file, no wait for a database that is down: the setting is the problem."""
+    with refusing_port() as port:
+        url = {"sqlite": "", "postgresql down": f"postgresql://firmsift@127.0.0.1:{port}/firmsift"}[database]
+        env = {"FIRMSIFT_AUTH": "off", "FIRMSIFT_DATABASE_WAIT_SECONDS": "60"}
+        if url:
+            env["FIRMSIFT_DATABASE_URL"] = url
+        result = subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", "api", "--host", "0.0.0.0"],
+                                capture_output=True, text=True, timeout=50, cwd=tmp_path,
+                                env={k: v for k, v in {**os.environ, **env}.items()
+                                     if url or k != "FIRMSIFT_DATABASE_URL"})
+    assert result.returncode == 2, result.stderr
+    assert "FIRMSIFT_AUTH=off is allowed only when listening on a loopback address" in result.stderr
+    assert not (tmp_path / "firmsift-data").exists()
+    assert "database unreachable" not in result.stderr

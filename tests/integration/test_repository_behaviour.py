@@ -123,7 +123,7 @@ async def test_known_companies_upsert_idempotently(store) -> None:
 
 
 @pytest.mark.parametrize("poison", ["\x00", "\ud800"])
-@pytest.mark.parametrize("field", ["raw_output", "reason", "evidence"])
+@pytest.mark.parametrize("field", ["raw_output", "reason", "evidence", "evidence_status"])
 async def test_an_unstorable_text_is_refused_with_nothing_written(store, poison: str, field: str) -> None:
     await store.create_job(job())
     changes = ({"evidence": (Evidence("https://a.com/", f"About{poison}"),)} if field == "evidence"

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import sqlite3
+from argparse import Namespace
 import tomllib
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from sqlalchemy import text
 
 from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.llm_endpoint import api_base_host
+from firmsift.domain.evaluation import LabelledDomain
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.eval_command import _known
 from firmsift.entrypoints.config_summary import log_effective_configuration
 from firmsift.entrypoints.database_file import database_to_create, describe_database
 from firmsift.entrypoints.llm_credentials import MissingLLMCredentials, llm_credentials_problem, require_llm_credentials
@@ -248,3 +252,13 @@ def test_an_existing_database_or_postgresql_needs_no_creation(tmp_path: Path, mo
     assert database_to_create(Settings(), "worker") is None
     assert database_to_create(Settings(database_url="postgresql://u:p@h/db"), "keys") is None
     assert database_to_create(Settings(database_url="sqlite:///:memory:"), "keys") is None
+
+
+def test_eval_with_known_companies_creates_no_database(tmp_path: Path) -> None:
+    """Run from the wrong directory, `eval --known-companies` must not leave an empty database
+    behind, which the other commands would then take for the real one."""
+    path = tmp_path / "firmsift-data" / "firmsift.db"
+    container = Container(settings=Settings(database_url=f"sqlite:///{path}"))
+    with pytest.raises(ConfigurationError, match="no database at"):
+        _known(Namespace(known_companies=True), [LabelledDomain("unilever.com", True)], container)
+    assert not path.exists() and not path.parent.exists()

@@ -42,12 +42,17 @@ def test_missing_credentials_name_firmsifts_and_the_providers_variable(monkeypat
         ("gpt-5.4-mini", None, "sk-given", {}),  # FIRMSIFT_LLM_API_KEY
         ("gpt-5.4-mini", None, None, {"OPENAI_API_KEY": "sk-env"}),  # the provider's own variable
         ("openai/smollm2", "http://127.0.0.1:8080/v1", None, {}),  # a local server needs none
+        # A gateway of the user's own answers for itself, as the worker's start-up check assumes.
+        ("anthropic/claude-3-5-haiku-latest", "https://llm-gateway.example.com", None, {}),
+        # litellm lists every Azure variable when one is unset: a set key is enough here.
+        ("azure/gpt-4o", None, None, {"AZURE_API_KEY": "k", "AZURE_API_BASE": "https://r.openai.azure.com"}),
         ("bedrock/anthropic.claude-3", None, None, {}),  # AWS finds credentials on its own (roles)
     ],
 )
 def test_credentials_are_present(monkeypatch: pytest.MonkeyPatch, model: str, api_base: str | None,
                                  api_key: str | None, env: dict[str, str]) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_API_KEY", "AZURE_API_BASE", "AZURE_API_VERSION"):
+        monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert missing_credentials(model, api_base=api_base, api_key=api_key) is None

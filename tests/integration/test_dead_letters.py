@@ -28,6 +28,19 @@ from tests.support.queue_backends import FakeClock
 pytestmark = pytest.mark.anyio
 
 
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'
+
+
+def worker_on(work: SqlQueue, replies, store: SqlStore, dead: SqlQueue, llm: ScriptedLLM | None = None) -> Worker:  # noqa: ANN001
+    """A worker of one job at a time on these queues, checking the dead-letter queue every 50 ms."""
+    return Worker(work, replies,
+                  Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                 llm=llm or ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
+                  WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
+                               dead_letter_check_interval=0.05),
+                  dead_letters=dead)
+
+
 def job(number: int) -> Job:
     return Job(id=f"11111111-1111-4111-8111-{number:012d}", classifier="cpg", status=JobStatus.PENDING,
                created_at=datetime.now(timezone.utc), domains=(f"d{number}.com",), reply_queue="team")
@@ -41,13 +54,7 @@ async def test_dead_lettered_jobs_fail_reply_and_can_be_redriven(tmp_path: Path)
     dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
     store = SqlStore(engine)
     replies = InMemoryReplyPublisher()
-    worker = Worker(work, replies,
-                    Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                   llm=ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'),
-                                   catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
-                    WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
-                                 dead_letter_check_interval=0.05),
-                    dead_letters=dead)
+    worker = worker_on(work, replies, store, dead)
 
     jobs = [job(n) for n in range(12)]  # more than one receive batch of dead letters
     for each in jobs:
@@ -93,13 +100,8 @@ async def test_a_late_delivery_leaves_a_dead_lettered_job_as_its_caller_was_told
         dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
         store = SqlStore(engine)
         replies = InMemoryReplyPublisher()
-        llm = ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "ok"}', delay=0.5)
-        worker = Worker(work, replies,
-                        Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                                       catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
-                        WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
-                                     dead_letter_check_interval=0.05),
-                        dead_letters=dead)
+        llm = ScriptedLLM(YES, delay=0.5)
+        worker = worker_on(work, replies, store, dead, llm)
         slow = job(1)
         await store.create_job(slow)
         await work.send(json.dumps({"job_id": slow.id}), group_id=slow.id, dedup_id=slow.id)
@@ -147,13 +149,7 @@ async def test_a_redriven_job_s_final_reply_is_not_swallowed_as_a_duplicate(back
         dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
         team = SqlQueue(engine, "team", visibility_timeout=10, max_receives=None, clock=clock)
         store = SqlStore(engine)
-        worker = Worker(work, SqlReplyPublisher(engine, clock=clock),
-                        Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                       llm=ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'),
-                                       catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
-                        WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
-                                     dead_letter_check_interval=0.05),
-                        dead_letters=dead)
+        worker = worker_on(work, SqlReplyPublisher(engine, clock=clock), store, dead)
         failed = job(1)
         await store.create_job(failed)
         await dead.send(json.dumps({"job_id": failed.id}), group_id=failed.id, dedup_id=failed.id)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # the module itself imports litellm: only when a check runs
+    from firmsift.adapters.litellm_credentials import ProviderCredentials
 
 # Names that only ever resolve inside one machine or one private network.
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
@@ -45,14 +49,15 @@ def is_local_api_base(api_base: str | None) -> bool:
     return address.is_loopback or address.is_private or address.is_link_local
 
 
-def missing_credentials(model: str, *, api_base: str | None, api_key: str | None) -> str | None:
-    """Why a call to `model` cannot be authenticated, naming the variables to set; None when it can.
+def unset_credentials(model: str, *, api_base: str | None, api_key: str | None) -> ProviderCredentials | None:
+    """The provider's credential variables that a call to `model` would need and finds unset; None
+    when it can be authenticated. The one rule for the adapter and the worker's start-up check.
 
     No key is needed when one is given, or when an API base names a server of the user's own
-    (local or a gateway: only it knows whether it wants a key, and it says so if it does); the
-    worker's start-up check follows the same rule. Otherwise litellm says which of the provider's
-    own variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) it would read; when none of them is
-    set the call would fail before reaching the provider.
+    (local or a gateway: only it knows whether it wants a key, and it says so if it does).
+    Otherwise litellm says which of the provider's own variables (OPENAI_API_KEY,
+    ANTHROPIC_API_KEY, ...) it would read; when none of them is set the call would fail before
+    reaching the provider.
     """
     if api_key or api_base:
         return None
@@ -60,7 +65,13 @@ def missing_credentials(model: str, *, api_base: str | None, api_key: str | None
     from firmsift.adapters.litellm_credentials import provider_credentials
 
     found = provider_credentials(model)
-    if not found.missing:
+    return found if found.missing else None
+
+
+def missing_credentials(model: str, *, api_base: str | None, api_key: str | None) -> str | None:
+    """Why a call to `model` cannot be authenticated, naming the variables to set; None when it can."""
+    found = unset_credentials(model, api_base=api_base, api_key=api_key)
+    if found is None:
         return None
     provider_variables = " or ".join(found.variables)
     return (f"missing credentials for {model}: set FIRMSIFT_LLM_API_KEY (or {provider_variables}); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from firmsift.adapters.llm_endpoint import unset_credentials
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 
 READINESS_CHECK = "llm"  # the /readyz check of `firmsift serve` whose worker has no credentials
@@ -18,13 +19,9 @@ def llm_credentials_problem(settings: Settings) -> str | None:
     cannot tell (a provider litellm does not know, or one with a cloud credential chain), or when
     FIRMSIFT_LLM_API_BASE names a server of the user's own: only that server can say whether it
     wants a key, and `firmsift llm check` asks it."""
-    if (settings.llm_api_key is not None and settings.llm_api_key.get_secret_value()) or settings.llm_api_base:
-        return None
-    # Imported here: litellm takes seconds to load, and only a process running a worker needs it.
-    from firmsift.adapters.litellm_credentials import provider_credentials
-
-    found = provider_credentials(settings.llm_model)
-    if not found.missing:
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
+    found = unset_credentials(settings.llm_model, api_base=settings.llm_api_base, api_key=key)
+    if found is None:
         return None
     own = " or ".join(found.variables)
     return (f"the LLM has no credentials: model {settings.llm_model} (provider {found.provider}) needs a key "

@@ -22,7 +22,8 @@ DESCRIPTION = """\
 firmsift classifies companies by their web domain ("is this a CPG company?").
 Settings come from FIRMSIFT_* environment variables or the TOML file named by
 FIRMSIFT_CONFIG_FILE; see the README for every setting.
-Exit codes: 0 success, 1 failure, 2 usage or configuration error."""
+Exit codes: 0 success, 1 failure, 2 usage or configuration error; `classify` also 3: it
+finished, but some rows were rejected or failed."""
 
 
 def build_parser() -> argparse.ArgumentParser:

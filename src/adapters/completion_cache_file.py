@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from firmsift.adapters.jsonl_file import JsonlFileError, append_record, read_records
-from firmsift.domain.evaluation_run import CachedCompletion
+from firmsift.domain.evaluation import CachedCompletion
 
 
 class CompletionCacheFile:

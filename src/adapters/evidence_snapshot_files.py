@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from firmsift.adapters.jsonl_file import JsonlFileError, append_record, read_records
-from firmsift.domain.evaluation_run import GatheredEvidence
+from firmsift.domain.evaluation import GatheredEvidence
 from firmsift.domain.model import Evidence
 
 _PROVIDER = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")

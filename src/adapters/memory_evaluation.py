@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from firmsift.domain.evaluation_run import CachedCompletion, GatheredEvidence
+from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence
 
 
 class InMemorySnapshots:

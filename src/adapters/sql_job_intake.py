@@ -12,7 +12,7 @@ from firmsift.adapters.sql_queue import SqlQueue
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Job
-from firmsift.domain.submit import job_message
+from firmsift.domain.work_messages import job_message
 
 
 class SqlJobIntake:

@@ -1,4 +1,5 @@
-"""Evaluation on labelled domains: what one candidate answered, and the scores computed from it."""
+"""Evaluation on labelled domains: the evidence and completions a run records and reuses, what one
+candidate answered, and the scores computed from it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from firmsift.domain.model import Evidence
 
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
 
@@ -17,6 +20,26 @@ class LabelledDomain:
     domain: str
     label: bool
     notes: str = ""
+
+
+@dataclass(frozen=True)
+class GatheredEvidence:
+    """One search provider's evidence for one domain, and how long it took to gather.
+    A failed search is kept too (no evidence, with its error): the worker asks without evidence
+    then, and so does the evaluation."""
+
+    evidence: tuple[Evidence, ...]
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CachedCompletion:
+    text: str
+    model: str
+    seconds: float  # how long the call took when it was paid for
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 class OutcomeKind(str, enum.Enum):

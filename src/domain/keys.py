@@ -1,19 +1,14 @@
-"""API keys: how they are made, kept (as a SHA-256 digest only) and checked, and who a caller is."""
+"""API keys: what a key and its record are, how a key is made and kept (as a SHA-256 digest only),
+and who a caller is. Issuing, revoking and checking keys against the store: services/keys.py."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from datetime import datetime
 
-from firmsift.domain.errors import FirmsiftError, InvalidRequest, Rejection
-from firmsift.domain.reply_queues import check_reply_queue
-
-if TYPE_CHECKING:
-    from firmsift.ports.keys import ApiKeyStore
+from firmsift.domain.errors import FirmsiftError
 
 KEY_PREFIX = "fs_"  # makes a leaked key easy to recognise (and to scan for) in logs and repositories
 KEY_BYTES = 32
@@ -102,46 +97,3 @@ def digest_of(secret: str) -> str:
     256 random bits, so there is no dictionary to try and no salt or slow hash would add anything.
     Lookups go by this digest, so timing can only reveal facts about digests, never about keys."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-async def create_key(
-    name: str,
-    reply_queues: Iterable[str],
-    keys: ApiKeyStore,
-    *,
-    now: Callable[[], datetime] = _utc_now,
-) -> IssuedKey:
-    """Make and store a new key allowed to name `reply_queues` (none if empty)."""
-    name = name.strip()
-    if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
-        raise InvalidRequest("invalid key name", (Rejection(name, f"must be 1-{MAX_NAME_LENGTH} printable characters"),))
-    queues = tuple(dict.fromkeys(q for q in (check_reply_queue(r) for r in reply_queues) if q))
-    record = ApiKey(id=new_key_id(), name=name, reply_queues=queues, created_at=now())
-    secret = new_secret()
-    await keys.add_key(record, digest_of(secret))
-    return IssuedKey(record=record, secret=secret)
-
-
-async def revoke_key(key_id: str, keys: ApiKeyStore, *, now: Callable[[], datetime] = _utc_now) -> ApiKey:
-    """Revoke a key at once (idempotent: a revoked key keeps its first revocation time)."""
-    revoked = await keys.revoke(key_id, now())
-    if revoked is None:
-        raise ApiKeyNotFound(key_id)
-    return revoked
-
-
-async def authenticate(secret: str | None, keys: ApiKeyStore) -> ApiKey:
-    """The active key `secret` is, or MissingApiKey / InvalidApiKey. Looked up on every request,
-    so a revocation takes effect on the next one."""
-    if not secret:
-        raise MissingApiKey()
-    if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_PRESENTED_LENGTH:
-        raise InvalidApiKey()
-    key = await keys.find_by_digest(digest_of(secret))
-    if key is None or key.revoked:
-        raise InvalidApiKey()
-    return key

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from firmsift.domain.keys import ANONYMOUS, Caller, InvalidApiKey, authenticate, digest_of
+from firmsift.domain.keys import ANONYMOUS, Caller, InvalidApiKey, digest_of
 from firmsift.entrypoints.rate_limit import TokenBuckets
 from firmsift.ports.keys import ApiKeyStore
+from firmsift.services.keys import authenticate
 
 
 class UnsafeAuthSetting(ValueError):

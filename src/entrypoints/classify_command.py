@@ -15,6 +15,7 @@ import httpx
 from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
 from firmsift.entrypoints.classify_report import ProgressLine, RowReporter
 from firmsift.entrypoints.classify_rows import CsvRowWriter, JsonRowWriter, Row, read_row
+from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.csv_stream import CsvFormat, CsvReader, detect_format, find_column
 
@@ -49,8 +50,6 @@ def run_classify(args: argparse.Namespace) -> int:
             tally = classifier.run(rows)
             writer.close()
     except (ClientError, CsvFileError) as error:
-        from firmsift.entrypoints.commands import CommandError  # main() reports it and exits 1
-
         left = f"; the rows finished so far are in {part}" if part is not None and part.exists() else ""
         raise CommandError(f"{error}{left}") from None
     if part is not None:

@@ -12,11 +12,11 @@ import signal
 import sys
 from pathlib import Path
 
-from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required
+from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.config_summary import announce_new_database, log_effective_configuration
 from firmsift.entrypoints.database_file import database_to_create
@@ -29,6 +29,7 @@ from firmsift.entrypoints.llm_credentials import (
 )
 from firmsift.entrypoints.runtime import run_worker, running_worker, start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 REQUEST_LINE_ROOM = 8192  # the method, URL and version before the headers (as nginx's default buffer)
@@ -39,10 +40,6 @@ FD_RESERVE = 64  # file descriptors kept free of client connections: listener, S
 # (on which asyncio logs and retries once per connection of the burst).
 ACCEPT_BACKLOG = 128
 ACCEPT_BURSTS = 4
-
-
-class CommandError(RuntimeError):
-    """A command could not do its work; the message says why (exit code 1)."""
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -23,8 +23,8 @@ from firmsift.adapters.sql_leases import SqlLeases
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
-from firmsift.domain.submit import RecordThenPublish
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.submit import RecordThenPublish
 
 if TYPE_CHECKING:
     from firmsift.ports.evaluation import Pricing

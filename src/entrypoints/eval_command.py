@@ -21,18 +21,8 @@ from firmsift.adapters.llm_endpoint import is_local_api_base
 from firmsift.adapters.retrying import RetryTally
 from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
-from firmsift.domain.evaluation_run import (
-    Candidate,
-    CandidateSpec,
-    Evaluation,
-    EvidenceSource,
-    LiveEvidence,
-    MissingSnapshots,
-    ReplayedEvidence,
-    evaluate,
-)
+from firmsift.domain.known_companies import with_parents
 from firmsift.domain.model import Classifier, KnownCompany
-from firmsift.domain.process import with_parents
 from firmsift.entrypoints.container import LOCAL_SERVER_PLACEHOLDER_KEY, Container
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_file import database_to_create
@@ -42,6 +32,16 @@ from firmsift.entrypoints.eval_progress import ProgressBar
 from firmsift.entrypoints.eval_report import summary_table, write_reports
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.ports.evaluation import Pricing
+from firmsift.services.evaluation_run import (
+    Candidate,
+    CandidateSpec,
+    Evaluation,
+    EvidenceSource,
+    LiveEvidence,
+    MissingSnapshots,
+    ReplayedEvidence,
+    evaluate,
+)
 
 EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
 

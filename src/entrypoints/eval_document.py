@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from firmsift.adapters.llm_endpoint import is_local_api_base
 from firmsift.domain.evaluation import LabelledDomain, Outcome, Score, disagreements, score
-from firmsift.domain.evaluation_run import CandidateSpec
+from firmsift.services.evaluation_run import CandidateSpec
 
 SCHEMA = "firmsift-eval/1"
 RAW_OUTPUT_LIMIT = 2000  # characters of an unparseable answer kept in the report

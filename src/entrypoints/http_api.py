@@ -17,7 +17,6 @@ from starlette.routing import Route
 
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
-from firmsift.domain.submit import SubmitJob, find_job, submit_job
 from firmsift.entrypoints.auth import Gate, auth_required
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.header_limit import HeaderLimit
@@ -25,6 +24,7 @@ from firmsift.entrypoints.http_errors import EXCEPTION_HANDLERS, BackendUnavaila
 from firmsift.entrypoints.json_body import read_json_body
 from firmsift.entrypoints.openapi import openapi_document
 from firmsift.entrypoints.rate_limit import TokenBuckets
+from firmsift.services.submit import SubmitJob, find_job, submit_job
 
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
 DEFAULT_CLASSIFIER = "cpg"

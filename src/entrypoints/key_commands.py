@@ -9,7 +9,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from firmsift.domain.errors import InvalidRequest
-from firmsift.domain.keys import ApiKey, create_key, revoke_key
+from firmsift.domain.keys import ApiKey
+from firmsift.services.keys import create_key, revoke_key
 
 if TYPE_CHECKING:  # cli.py imports this module for its parser: keep `firmsift --help` instant
     from firmsift.entrypoints.container import Container

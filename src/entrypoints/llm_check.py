@@ -13,10 +13,10 @@ from typing import TextIO
 from typing import TYPE_CHECKING
 
 from firmsift.adapters.llm_endpoint import api_base_host, is_local_api_base
-from firmsift.domain.asking import ask_llm
 from firmsift.domain.model import ResultStatus
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.services.asking import ask_llm
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Answer, Classifier, Completion

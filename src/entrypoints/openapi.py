@@ -8,8 +8,8 @@ from typing import Any
 
 from firmsift.domain.idempotency import MAX_KEY_LENGTH
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
-from firmsift.domain.submit import max_entries
 from firmsift.entrypoints.http_errors import MAX_DETAILS
+from firmsift.services.submit import max_entries
 
 JSON = "application/json"
 STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED"]

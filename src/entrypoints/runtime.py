@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 from sqlalchemy.exc import ArgumentError
 
 from firmsift.adapters.classifier_files import ClassifierFileError
-from firmsift.domain.process import Classification
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker import Worker, WorkerConfig
 from firmsift.entrypoints.worker_probe import worker_probe
+from firmsift.services.process import JobDependencies
 
 
 def start_container(settings: Settings | None = None, *, migrate: bool = True) -> Container:
@@ -41,7 +41,7 @@ def build_worker(container: Container) -> Worker:
     settings = container.settings()
     store = container.store()
     metrics = container.metrics()
-    classification = Classification(
+    deps = JobDependencies(
         jobs=store, answers=store, known=store, search=container.worker_search(),
         llm=container.worker_llm(), catalog=container.catalog(),
         llm_slots=asyncio.Semaphore(settings.llm_concurrency), domain_concurrency=settings.domain_concurrency,
@@ -52,7 +52,7 @@ def build_worker(container: Container) -> Worker:
                           max_job_seconds=settings.max_job_seconds, max_jobs=settings.worker_jobs,
                           dead_letter_check_interval=settings.dead_letter_check_interval,
                           shutdown_grace=settings.shutdown_grace_seconds)
-    return Worker(container.worker_queue(), container.replies(), classification, config,
+    return Worker(container.worker_queue(), container.replies(), deps, config,
                   on_job_finished=metrics.count_job, dead_letters=container.dead_letters(),
                   on_dead_lettered=lambda _job: metrics.dead_lettered.inc())
 
@@ -71,7 +71,7 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
                 ))
             await worker.run(stop)
     finally:
-        search = worker.classification.search
+        search = worker.deps.search
         if hasattr(search, "aclose"):
             await search.aclose()
 

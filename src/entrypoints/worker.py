@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.background import alongside
-from firmsift.domain.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document, reply_dedup_id
 from firmsift.domain.model import Job
 from firmsift.domain.outside_text import storable_error
-from firmsift.domain.process import Classification, process_job
 from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
+from firmsift.services.dead_letters import fail_dead_lettered, job_id_of
+from firmsift.services.process import JobDependencies, process_job
 
 log = logging.getLogger(__name__)
 ERROR_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
@@ -38,7 +38,7 @@ class WorkerConfig:
 class Worker:
     """Runs jobs concurrently (at most max_jobs), deleting a message only after its job succeeded."""
 
-    def __init__(self, queue: WorkQueue, replies: ReplyPublisher, classification: Classification,
+    def __init__(self, queue: WorkQueue, replies: ReplyPublisher, deps: JobDependencies,
                  config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None,
                  dead_letters: WorkQueue | None = None,
                  on_dead_lettered: Callable[[Job], None] = lambda job: None) -> None:
@@ -48,7 +48,7 @@ class Worker:
         self.on_job_finished = on_job_finished
         self.last_poll = time.monotonic()  # for the liveness probe: the loop is turning
         self.replies = replies
-        self.classification = classification
+        self.deps = deps
         self.config = config
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -97,7 +97,7 @@ class Worker:
         while not stop.is_set():
             try:
                 while messages := await self.dead_letters.receive(max_messages=MAX_RECEIVE_BATCH):
-                    for job in await fail_dead_lettered(messages, self.classification.jobs):
+                    for job in await fail_dead_lettered(messages, self.deps.jobs):
                         log.warning("job dead-lettered and marked FAILED", extra={"job_id": job.id})
                         self.on_dead_lettered(job)
                         await self._reply(job)
@@ -128,7 +128,7 @@ class Worker:
             return
         started = time.monotonic()
         async with self._heartbeat(message):
-            job = await process_job(job_id, self.classification)
+            job = await process_job(job_id, self.deps)
             if job is None:
                 log.warning("message for unknown job deleted", extra={"job_id": job_id})
             else:
@@ -148,9 +148,9 @@ class Worker:
             await self.replies.publish(job.reply_queue, body, group_id=job.id, dedup_id=reply_dedup_id(job.id, body))
         except QueueUnavailable as error:
             log.error("reply could not be published", extra={"job_id": job.id, "error": str(error)})
-            await self.classification.jobs.record_reply(job.id, sent=False, error=storable_error(error))
+            await self.deps.jobs.record_reply(job.id, sent=False, error=storable_error(error))
             return
-        await self.classification.jobs.record_reply(job.id, sent=True, error=None)
+        await self.deps.jobs.record_reply(job.id, sent=True, error=None)
 
     async def _delete(self, message: QueueMessage) -> None:
         try:

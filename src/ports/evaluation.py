@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from firmsift.domain.evaluation_run import CachedCompletion, GatheredEvidence
+from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence
 
 
 class EvidenceSnapshots(Protocol):

@@ -14,13 +14,14 @@ import anyio
 import pytest
 from starlette.testclient import TestClient
 
-from firmsift.domain.keys import IssuedKey, create_key, digest_of, revoke_key
+from firmsift.domain.keys import IssuedKey, digest_of
 from firmsift.entrypoints import commands
 from firmsift.entrypoints.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli import build_parser
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.keys import create_key, revoke_key
 
 REPO = Path(__file__).resolve().parents[2]
 

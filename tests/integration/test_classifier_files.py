@@ -11,8 +11,8 @@ from firmsift.adapters.classifier_files import ClassifierFileError, load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.model import Job, JobStatus, KnownCompany, Source
-from firmsift.domain.process import Classification, process_job
 from firmsift.domain.prompt import answer_schema
+from firmsift.services.process import JobDependencies, process_job
 
 B2B = '''
 name = "b2b_saas"
@@ -41,8 +41,8 @@ def test_a_new_classifier_needs_only_a_file(tmp_path: Path) -> None:
 
     store = InMemoryStore()
     llm = ScriptedLLM('{"is_b2b_saas": "yes", "confidence": 4, "reasoning": "Sells CRM software."}')
-    deps = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                          catalog=catalog, llm_slots=asyncio.Semaphore(1))
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                           catalog=catalog, llm_slots=asyncio.Semaphore(1))
 
     async def run() -> Job | None:
         await store.create_job(Job(id="j", classifier="b2b_saas", status=JobStatus.PENDING,

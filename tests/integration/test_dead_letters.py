@@ -17,11 +17,11 @@ from firmsift.adapters.sql_engine import make_engine
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
-from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job, JobStatus
-from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
+from firmsift.services.process import JobDependencies
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 
@@ -34,8 +34,8 @@ YES = '{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'
 def worker_on(work: SqlQueue, replies, store: SqlStore, dead: SqlQueue, llm: ScriptedLLM | None = None) -> Worker:  # noqa: ANN001
     """A worker of one job at a time on these queues, checking the dead-letter queue every 50 ms."""
     return Worker(work, replies,
-                  Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                 llm=llm or ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
+                  JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                  llm=llm or ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
                   WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
                                dead_letter_check_interval=0.05),
                   dead_letters=dead)

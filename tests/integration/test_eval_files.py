@@ -12,7 +12,7 @@ from firmsift.adapters.completion_cache_file import CompletionCacheFile
 from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
 from firmsift.adapters.jsonl_file import JsonlFileError, append_record, read_records
 from firmsift.adapters.litellm_pricing import LitellmPricing
-from firmsift.domain.evaluation_run import CachedCompletion, GatheredEvidence
+from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence
 from firmsift.domain.model import Evidence
 
 

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.memory_queue import InMemoryQueue
 from firmsift.domain.errors import QueueUnavailable
-from firmsift.domain.submit import RecordThenPublish
+from firmsift.services.submit import RecordThenPublish
 
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container

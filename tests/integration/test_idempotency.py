@@ -23,10 +23,10 @@ from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Job, JobStatus
-from firmsift.domain.submit import SubmitJob, submit_job
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.submit import SubmitJob, submit_job
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)

@@ -15,11 +15,12 @@ from starlette.applications import Starlette
 from schemathesis import checks
 from starlette.testclient import TestClient
 
-from firmsift.domain.keys import IssuedKey, create_key
+from firmsift.domain.keys import IssuedKey
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.keys import create_key
 
 # Thousands of requests, many with made-up keys, from one client address: no rate limits.
 SETTINGS = {"auth": "required", "rate_limit_per_minute": 0, "auth_failures_per_minute": 0}

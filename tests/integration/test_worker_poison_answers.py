@@ -18,8 +18,8 @@ from firmsift.adapters.memory_queue import InMemoryReplyPublisher
 from firmsift.adapters.sql_queue import SqlQueue
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.model import Job, JobStatus, ResultStatus
-from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.services.process import JobDependencies
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.postgres import postgres_engine
 from tests.support.queue_backends import FakeClock
@@ -39,9 +39,9 @@ class Harness:
         self.replies = InMemoryReplyPublisher()
         self.llm = llm
         self.worker = Worker(self.queue, self.replies,
-                             Classification(jobs=self.store, answers=self.store, known=self.store,
-                                            search=StaticSearch(), llm=llm, catalog=load_catalog(),
-                                            llm_slots=asyncio.Semaphore(1)),  # one domain at a time
+                             JobDependencies(jobs=self.store, answers=self.store, known=self.store,
+                                             search=StaticSearch(), llm=llm, catalog=load_catalog(),
+                                             llm_slots=asyncio.Semaphore(1)),  # one domain at a time
                              WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1))
 
     async def submit(self, *domains: str) -> str:

@@ -9,8 +9,8 @@ import pytest
 
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM
-from firmsift.domain.asking import ask_llm
 from firmsift.domain.model import ResultStatus
+from firmsift.services.asking import ask_llm
 
 
 async def ask(llm: ScriptedLLM):

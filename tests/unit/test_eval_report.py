@@ -15,21 +15,20 @@ import pytest
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_evaluation import FixedPricing, InMemorySnapshots
 from firmsift.adapters.memory_providers import ScriptedLLM
-from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
-from firmsift.domain.evaluation_run import (
-    Candidate,
-    CandidateSpec,
-    Evaluation,
-    GatheredEvidence,
-    ReplayedEvidence,
-    evaluate,
-)
+from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.model import Evidence
 from firmsift.entrypoints import eval_figures as fig
 from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_report import render_html, render_markdown, summary_table, write_reports
 from firmsift.entrypoints.eval_report_html import CONTENT_SECURITY_POLICY
 from firmsift.entrypoints.eval_report_markdown import escape as md_escape
+from firmsift.services.evaluation_run import (
+    Candidate,
+    CandidateSpec,
+    Evaluation,
+    ReplayedEvidence,
+    evaluate,
+)
 
 HOSTILE_REASON = "</td><script>alert(1)</script>|x"
 HOSTILE_DOMAIN = 'evil"<img src=x onerror=alert(3)>.example'

@@ -9,9 +9,9 @@ from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_evaluation import FixedPricing, InMemoryCompletionCache, InMemorySnapshots
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
-from firmsift.domain.evaluation import LabelledDomain, OutcomeKind
-from firmsift.domain.evaluation_run import (
-    GatheredEvidence,
+from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, OutcomeKind
+from firmsift.domain.model import Evidence, KnownCompany
+from firmsift.services.evaluation_run import (
     Candidate,
     CandidateSpec,
     Evaluation,
@@ -21,7 +21,6 @@ from firmsift.domain.evaluation_run import (
     completion_key,
     evaluate,
 )
-from firmsift.domain.model import Evidence, KnownCompany
 
 pytestmark = pytest.mark.anyio
 CPG = load_catalog()["cpg"]

@@ -9,11 +9,11 @@ from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryQueue
 from firmsift.adapters.memory_store import InMemoryStore
-from firmsift.domain.dead_letters import DEAD_LETTER_ERROR, fail_dead_lettered, redrive_dead_lettered
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
-from firmsift.domain.process import Classification, process_job
 from firmsift.ports.queue import QueueMessage
+from firmsift.services.dead_letters import DEAD_LETTER_ERROR, fail_dead_lettered, redrive_dead_lettered
+from firmsift.services.process import JobDependencies, process_job
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
@@ -22,7 +22,7 @@ YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
 
 def make(llm: ScriptedLLM | None = None, search: StaticSearch | None = None, llm_slots: int = 4):
     store = InMemoryStore()
-    deps = Classification(
+    deps = JobDependencies(
         jobs=store, answers=store, known=store, search=search or StaticSearch(), llm=llm or ScriptedLLM(YES),
         catalog=load_catalog(), llm_slots=asyncio.Semaphore(llm_slots), now=lambda: NOW,
     )
@@ -222,9 +222,9 @@ async def test_two_workers_needing_the_same_domain_at_once_share_one_llm_call() 
     first.leases = leases
     first.lease_poll_seconds = 0.01
     # A second worker: its own single flight, the same database (store) and leases.
-    second = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                            catalog=first.catalog, llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
-                            leases=leases, lease_poll_seconds=0.01)
+    second = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                             catalog=first.catalog, llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
+                             leases=leases, lease_poll_seconds=0.01)
     await add_job(store, "shared.com", "a-only.com", job_id="job-a")
     await add_job(store, "shared.com", "b-only.com", job_id="job-b")
     done_a, done_b = await asyncio.gather(process_job("job-a", first), process_job("job-b", second))
@@ -268,9 +268,9 @@ async def test_an_answer_stored_by_another_worker_after_the_cache_look_is_not_as
 
     store = _AnsweredMeanwhile(cached("late.com", 5, 0))
     llm = ScriptedLLM(YES)
-    deps = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                          catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
-                          leases=InMemoryLeases() if with_leases else None)
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                           catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
+                           leases=InMemoryLeases() if with_leases else None)
     await add_job(store, "late.com")
     job = await process_job("job-1", deps)
     assert llm.calls_about("late.com") == 0
@@ -393,8 +393,8 @@ class _DeadLetteredAfterFirstLook(InMemoryStore):
 async def test_a_job_dead_lettered_before_its_delivery_starts_running_is_left_failed() -> None:
     store = _DeadLetteredAfterFirstLook()
     llm = ScriptedLLM(YES)
-    deps = Classification(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                          catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW)
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
+                           catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW)
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert (job.status, job.error) == (JobStatus.FAILED, DEAD_LETTER_ERROR) and llm.history == []

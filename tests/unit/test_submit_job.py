@@ -24,7 +24,7 @@ from firmsift.domain.idempotency import IdempotencyKeyReused
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import JobStatus
 from firmsift.domain.reply_queues import ReplyQueueNotAllowed
-from firmsift.domain.submit import RecordThenPublish, Submission, SubmitJob, find_job, parse_job_id, submit_job
+from firmsift.services.submit import RecordThenPublish, Submission, SubmitJob, find_job, parse_job_id, submit_job
 
 pytestmark = pytest.mark.anyio
 

@@ -3,9 +3,10 @@
 import pytest
 
 from firmsift.adapters.memory_keys import InMemoryApiKeys
-from firmsift.domain.keys import InvalidApiKey, create_key, revoke_key
+from firmsift.domain.keys import InvalidApiKey
 from firmsift.entrypoints.auth import Gate, client_network
 from firmsift.entrypoints.rate_limit import RateLimited, TokenBuckets
+from firmsift.services.keys import create_key, revoke_key
 
 
 def gate_with(keys: InMemoryApiKeys, now: list[float], per_minute: int = 3) -> Gate:

@@ -14,8 +14,8 @@ from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
-from firmsift.domain.process import Classification
 from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.services.process import JobDependencies
 from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
@@ -29,9 +29,9 @@ def parts():
     clock = FakeClock()
     queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=3, clock=clock)
     replies = InMemoryReplyPublisher()
-    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                    llm=ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, replies, classification,
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
+                           llm=ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, replies, deps,
                     WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=2))
     return store, queue, replies, worker, clock
 
@@ -137,10 +137,10 @@ async def test_a_slow_job_keeps_its_message_hidden_until_it_is_done() -> None:
     the same queue never gets the message while the first still works on it."""
     store = InMemoryStore()
     queue = InMemoryQueue("jobs", visibility_timeout=0.3, max_receives=10)
-    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                    llm=ScriptedLLM(YES, delay=1.0), catalog=load_catalog(),
-                                    llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, InMemoryReplyPublisher(), classification,
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
+                           llm=ScriptedLLM(YES, delay=1.0), catalog=load_catalog(),
+                           llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, InMemoryReplyPublisher(), deps,
                     WorkerConfig(wait_time=0, visibility_timeout=0.3, max_job_seconds=60, max_jobs=1))
     await add_job(store, queue, "slow-job")
     [message] = await queue.receive()
@@ -157,10 +157,10 @@ async def test_a_slow_job_keeps_its_message_hidden_until_it_is_done() -> None:
 async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> None:
     store = InMemoryStore()
     queue = InMemoryQueue("jobs", visibility_timeout=0.3, max_receives=10)
-    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                    llm=ScriptedLLM(YES, delay=30), catalog=load_catalog(),
-                                    llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, InMemoryReplyPublisher(), classification,
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
+                           llm=ScriptedLLM(YES, delay=30), catalog=load_catalog(),
+                           llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, InMemoryReplyPublisher(), deps,
                     WorkerConfig(wait_time=0, visibility_timeout=0.3, max_job_seconds=0.6, max_jobs=1))
     await add_job(store, queue, "hung-job")
     [message] = await queue.receive()
@@ -180,10 +180,10 @@ async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> N
 async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_delay: float, finished: bool) -> None:
     store = InMemoryStore()
     queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=10)
-    classification = Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                    llm=ScriptedLLM(YES, delay=llm_delay), catalog=load_catalog(),
-                                    llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, InMemoryReplyPublisher(), classification,
+    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
+                           llm=ScriptedLLM(YES, delay=llm_delay), catalog=load_catalog(),
+                           llm_slots=asyncio.Semaphore(4))
+    worker = Worker(queue, InMemoryReplyPublisher(), deps,
                     WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=2,
                                  shutdown_grace=0.5))
     await add_job(store, queue, "job-1")
@@ -206,15 +206,15 @@ async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_del
 async def test_a_late_delivery_after_a_redrive_sends_no_reply_for_the_unfinished_job() -> None:
     """Dead-lettered (FAILED reply sent), redriven (PENDING, a new message), and only then does
     the stale delivery end: it must not reply with PENDING. The redriven delivery replies DONE."""
-    from firmsift.domain.dead_letters import redrive_dead_lettered
+    from firmsift.services.dead_letters import redrive_dead_lettered
 
     store = InMemoryStore()
     queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=10)
     dead = InMemoryQueue("jobs-dlq", visibility_timeout=30, max_receives=None)
     replies = InMemoryReplyPublisher()
     llm = ScriptedLLM(YES, delay=0.3)
-    worker = Worker(queue, replies, Classification(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                                   llm=llm, catalog=load_catalog(), llm_slots=asyncio.Semaphore(4)),
+    worker = Worker(queue, replies, JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
+                                                    llm=llm, catalog=load_catalog(), llm_slots=asyncio.Semaphore(4)),
                     WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=1,
                                  dead_letter_check_interval=0.01),
                     dead_letters=dead)

@@ -11,41 +11,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from firmsift.domain.asking import ask_llm
+from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import FirmsiftError
-from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
+from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence, LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.inflight import InFlight
+from firmsift.domain.known_companies import known_company, known_company_reason
 from firmsift.domain.model import Classifier, Completion, Evidence, KnownCompany, ResultStatus
 from firmsift.domain.outside_text import storable_completion, storable_error, storable_evidence
-from firmsift.domain.process import known_company, known_company_reason
 from firmsift.domain.prompt import answer_schema, build_prompt
-from firmsift.domain.submit import utc_now
+from firmsift.services.asking import ask_llm
 
 _KEY_MARKER = "marker"
 
 if TYPE_CHECKING:
     from firmsift.ports.evaluation import CompletionCache, EvidenceSnapshots, Pricing
     from firmsift.ports.providers import LLM, Search
-
-
-@dataclass(frozen=True)
-class GatheredEvidence:
-    """One search provider's evidence for one domain, and how long it took to gather.
-    A failed search is kept too (no evidence, with its error): the worker asks without evidence
-    then, and so does the evaluation."""
-
-    evidence: tuple[Evidence, ...]
-    seconds: float
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class CachedCompletion:
-    text: str
-    model: str
-    seconds: float  # how long the call took when it was paid for
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
 
 
 class EvidenceSource(Protocol):

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import (
     InvalidRequest,
     JobNotFound,
@@ -25,6 +25,7 @@ from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, Job, JobStatus
 from firmsift.domain.normalize import DomainList
 from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
+from firmsift.domain.work_messages import job_message
 
 if TYPE_CHECKING:
     from firmsift.ports.intake import JobIntake
@@ -54,10 +55,6 @@ class Submission:
 
     job: Job
     replayed: bool = False
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def new_job_id() -> str:
@@ -116,11 +113,6 @@ async def find_job(job_id: str, owner: str, jobs: JobRepository) -> Job:
     if job is None or job.owner != owner:
         raise JobNotFound(job_id)
     return job
-
-
-def job_message(job_id: str) -> str:
-    """The work-queue message body: only the id (claim check); the domains stay in the database."""
-    return json.dumps({"job_id": job_id})
 
 
 class RecordThenPublish:

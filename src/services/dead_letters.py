@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus
-from firmsift.domain.submit import job_message
+from firmsift.domain.work_messages import job_id_in, job_message
 
 if TYPE_CHECKING:
     from firmsift.ports.queue import QueueMessage, WorkQueue
@@ -19,12 +18,7 @@ DEAD_LETTER_ERROR = "gave up after repeated failed deliveries (dead-lettered); r
 
 def job_id_of(message: QueueMessage) -> str | None:
     """The job id a work-queue message carries, or None for a malformed one."""
-    try:
-        document = json.loads(message.body)
-    except (ValueError, RecursionError):
-        return None
-    job_id = document.get("job_id") if isinstance(document, dict) else None
-    return job_id if isinstance(job_id, str) and job_id else None
+    return job_id_in(message.body)
 
 
 async def fail_dead_lettered(messages: Iterable[QueueMessage], jobs: JobRepository) -> list[Job]:

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from firmsift.domain.asking import ask_llm
 from firmsift.domain.background import alongside
+from firmsift.domain.clock import utc_now
 from firmsift.domain.evidence_status import after_failed_search, after_search
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
+from firmsift.domain.known_companies import known_company, known_company_reason, with_parents
 from firmsift.domain.model import (
     UNFINISHED_STATUSES,
     Answer,
@@ -29,7 +30,7 @@ from firmsift.domain.model import (
     Source,
 )
 from firmsift.domain.outside_text import UnstorableText
-from firmsift.domain.submit import utc_now
+from firmsift.services.asking import ask_llm
 
 if TYPE_CHECKING:
     from firmsift.ports.leases import AnswerLeases
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Classification:
+class JobDependencies:
     """Everything process_job needs: the ports, the classifiers, and the worker-wide limits."""
 
     jobs: JobRepository
@@ -63,7 +64,7 @@ class Classification:
     lease_wait_seconds: float = 300.0  # longest wait for another worker's answer before asking anyway
 
 
-async def process_job(job_id: str, deps: Classification) -> Job | None:
+async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
     """Finish the job and return it, or None when no such job exists (the message is garbage).
 
     Domains already finished in this job (a redelivery after a crash) are skipped; the others
@@ -113,7 +114,7 @@ async def process_job(job_id: str, deps: Classification) -> Job | None:
     return await deps.jobs.get_job(job.id)
 
 
-async def _save(job_id: str, result: DomainResult, answer: Answer | None, deps: Classification) -> DomainResult:
+async def _save(job_id: str, result: DomainResult, answer: Answer | None, deps: JobDependencies) -> DomainResult:
     """Store the domain's result (and answer); the result as stored. A result the store refuses
     fails its domain alone, and that failure is recorded: a redelivery then skips the domain
     instead of paying for the same unstorable answer again."""
@@ -137,7 +138,7 @@ async def _answer_domain(
     classifier: Classifier,
     known: Mapping[str, KnownCompany],
     cached: Answer | None,
-    deps: Classification,
+    deps: JobDependencies,
 ) -> tuple[DomainResult, Answer | None]:
     """(the job's result, the answer to upsert in the cache or None) for one domain."""
     company = known_company(domain, known)
@@ -165,7 +166,7 @@ async def _answer_domain(
     return DomainResult.from_answer(answer, shared), None
 
 
-async def _ask_once(domain: str, classifier: Classifier, deps: Classification) -> tuple[Answer, bool]:
+async def _ask_once(domain: str, classifier: Classifier, deps: JobDependencies) -> tuple[Answer, bool]:
     """(answer, True) after asking the LLM ourselves, or (answer, False) when another worker
     stored a fresh one since the job looked in the cache (the job's domains run one after
     another, so that look may be old by now). The lease is released by the caller once the
@@ -195,13 +196,13 @@ async def _ask_once(domain: str, classifier: Classifier, deps: Classification) -
     return await _ask_llm(domain, classifier, deps), True
 
 
-async def _fresh_stored(domain: str, classifier: Classifier, deps: Classification) -> Answer | None:
+async def _fresh_stored(domain: str, classifier: Classifier, deps: JobDependencies) -> Answer | None:
     stored = (await deps.answers.get_answers([domain], classifier.name)).get(domain)
     return stored if stored is not None and is_fresh(stored, deps.now(), classifier.prompt_version) else None
 
 
 @contextlib.asynccontextmanager
-async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Classification) -> AsyncIterator[None]:
+async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: JobDependencies) -> AsyncIterator[None]:
     """Keep renewing our lease while the LLM call runs, so a slow call keeps it and a dead
     worker's lease lapses within lease_seconds."""
 
@@ -217,7 +218,7 @@ async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Cl
         yield
 
 
-async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) -> Answer:
+async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies) -> Answer:
     try:
         evidence = await deps.search.gather(domain)
         searched = after_search(evidence)
@@ -227,27 +228,3 @@ async def _ask_llm(domain: str, classifier: Classifier, deps: Classification) ->
     answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, slots=deps.llm_slots,
                               marker=deps.new_marker(), now=deps.now)
     return replace(answer, evidence_status=searched)
-
-
-def with_parents(domains: list[str]) -> list[str]:
-    """Each domain and its parent names down to two labels: shop.brand.com belongs to brand.com."""
-    names: dict[str, None] = {}
-    for domain in domains:
-        labels = domain.split(".")
-        for start in range(len(labels) - 1):
-            names.setdefault(".".join(labels[start:]), None)
-    return list(names)
-
-
-def known_company_reason(company: KnownCompany) -> str:
-    label = f" ({company.name})" if company.name else ""
-    return f"Listed as a known CPG company{label}: {company.domain}"
-
-
-def known_company(domain: str, known: Mapping[str, KnownCompany]) -> KnownCompany | None:
-    labels = domain.split(".")
-    for start in range(len(labels) - 1):
-        company = known.get(".".join(labels[start:]))
-        if company is not None:
-            return company
-    return None

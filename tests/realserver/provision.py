@@ -185,8 +185,10 @@ def build_wheel(where: Layout, builder: Path, requirements: list[Requirement]) -
     if _x86():
         env["CMAKE_ARGS"] = X86_CMAKE_ARGS
     started = time.monotonic()
-    argv = nice + pip(builder, "wheel", "--verbose", "--no-deps", "--no-build-isolation", "--require-hashes",
-                      "--wheel-dir", str(staging), "-r", str(source))
+    # --no-cache-dir: pip's wheel cache is keyed by the sdist alone, not by CMAKE_ARGS, and would
+    # hand back a wheel built with other flags.
+    argv = nice + pip(builder, "wheel", "--verbose", "--no-cache-dir", "--no-deps", "--no-build-isolation",
+                      "--require-hashes", "--wheel-dir", str(staging), "-r", str(source))
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         assert process.stdout is not None

@@ -11,7 +11,7 @@ import httpx
 
 from firmsift.adapters.bounded_body import ACCEPT_ENCODING, BodyLimits, UnreadableBody, read_body
 from firmsift.adapters.html_evidence import bounded, text_from_fragment
-from firmsift.adapters.retrying import retry_after_seconds
+from firmsift.adapters.retry_after import retry_after_seconds
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 

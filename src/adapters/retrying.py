@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from firmsift.adapters.closes_inner import ClosesInner
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
@@ -164,17 +165,6 @@ class Retrier:
             raise _final(error, f"gave up after {_attempts(number)}: waiting {delay:.3g}s more "
                                 f"would pass the {policy.deadline:g}s deadline") from error
         return delay
-
-
-class ClosesInner:
-    """aclose() for a port decorator: closes the port it wraps, when that one has anything to close."""
-
-    inner: Any
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
 
 
 class RetryingLLM(ClosesInner):

@@ -41,6 +41,7 @@ from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputErro
 from firmsift.entrypoints.eval_progress import ProgressBar
 from firmsift.entrypoints.eval_report import summary_table, write_reports
 from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.ports.closable import Closable
 from firmsift.ports.evaluation import Pricing
 
 EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
@@ -160,7 +161,7 @@ async def _evaluate_then_close(run: Evaluation) -> dict[str, tuple[Outcome, ...]
     finally:
         # Only the search clients the run used: replayed evidence has none to close.
         for source in {id(c.evidence): c.evidence for c in run.candidates}.values():
-            if isinstance(source, LiveEvidence) and hasattr(source.search, "aclose"):
+            if isinstance(source, LiveEvidence) and isinstance(source.search, Closable):
                 await source.search.aclose()
 
 

@@ -18,6 +18,7 @@ from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker import Worker, WorkerConfig
 from firmsift.entrypoints.worker_probe import worker_probe
+from firmsift.ports.closable import Closable
 
 
 def start_container(settings: Settings | None = None, *, migrate: bool = True) -> Container:
@@ -72,7 +73,7 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
             await worker.run(stop)
     finally:
         search = worker.classification.search
-        if hasattr(search, "aclose"):
+        if isinstance(search, Closable):
             await search.aclose()
 
 

@@ -9,8 +9,6 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 
-from sqlalchemy.exc import ArgumentError
-
 from firmsift.adapters.classifier_files import ClassifierFileError
 from firmsift.domain.process import Classification
 from firmsift.entrypoints.container import Container
@@ -19,6 +17,7 @@ from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker import Worker, WorkerConfig
 from firmsift.entrypoints.worker_probe import worker_probe
 from firmsift.ports.closable import Closable
+from firmsift.ports.database_errors import InvalidDatabaseUrl
 
 
 def start_container(settings: Settings | None = None, *, migrate: bool = True) -> Container:
@@ -30,7 +29,7 @@ def start_container(settings: Settings | None = None, *, migrate: bool = True) -
     try:
         container.catalog()  # fail at start-up, not on the first job, if a classifier file is broken
         container.engine()  # a malformed database URL is a configuration error, not a crash
-    except (ClassifierFileError, ArgumentError) as error:
+    except (ClassifierFileError, InvalidDatabaseUrl) as error:
         raise ConfigurationError(str(error)) from None
     if migrate:
         container.migrate()

@@ -12,7 +12,7 @@ from firmsift.adapters.litellm_offline import litellm
 from firmsift.adapters.litellm_transport import LLM_RESPONSE_LIMITS, handler_for, reads_within_limits
 from firmsift.adapters.llm_endpoint import api_base_host, missing_credentials
 from firmsift.adapters.output_modes import FORMAT_MEMORY, FormatMemory, OutputMode, modes_for, response_format
-from firmsift.adapters.retrying import retry_after_seconds
+from firmsift.adapters.retry_after import retry_after_seconds
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.excerpts import excerpt
 from firmsift.ports.providers import Completion

@@ -11,9 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from firmsift.domain.errors import StaleReceipt
-from firmsift.ports.queue import QueueMessage
+from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
-MAX_BATCH = 10  # SQS's limit on messages per receive, kept so the adapters agree
 _SHORTEST_PAUSE = 0.01  # floor on a long-poll pause, so clock jitter cannot turn it into a spin
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
+from firmsift.adapters.closes_inner import ClosesInner
 from firmsift.domain.model import DomainResult, Evidence, Job
 from firmsift.ports.providers import LLM, Completion, Search
 from firmsift.ports.queue import QueueMessage, WorkQueue
@@ -66,16 +67,7 @@ def _observed(calls: Counter, seconds: Histogram) -> Iterator[None]:
         seconds.observe(time.perf_counter() - started)
 
 
-class _Closing:
-    inner: Any
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
-
-
-class MeteredLLM(_Closing):
+class MeteredLLM(ClosesInner):
     """An LLM that counts and times every call of the one it wraps."""
 
     def __init__(self, llm: LLM, metrics: Metrics) -> None:
@@ -88,7 +80,7 @@ class MeteredLLM(_Closing):
             return await self.inner.complete(system, user, json_schema=json_schema)
 
 
-class MeteredSearch(_Closing):
+class MeteredSearch(ClosesInner):
     """A search provider that counts and times every call of the one it wraps."""
 
     def __init__(self, search: Search, metrics: Metrics) -> None:

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import math
 import random
-import re
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timezone
 from typing import Any, Literal, TypeVar
 
+from firmsift.adapters.closes_inner import ClosesInner
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
@@ -23,7 +20,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[object]]
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII digits: a header is ASCII, \d is not
 # 2**1000 is still a finite float: a huge retry number saturates at max_delay instead of overflowing.
 _MAX_EXPONENT = 1000
 
@@ -171,17 +167,6 @@ class Retrier:
         return delay
 
 
-class ClosesInner:
-    """aclose() for a port decorator: closes the port it wraps, when that one has anything to close."""
-
-    inner: Any
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
-
-
 class RetryingLLM(ClosesInner):
     """An LLM whose transient failures (rate limits, timeouts, 5xx, lost connections) are tried
     again under a RetryPolicy. Each attempt keeps the wrapped adapter's own timeout."""
@@ -224,39 +209,6 @@ class RetryingSearch(ClosesInner):
 
     async def gather(self, domain: str) -> list[Evidence]:
         return await self.retrier.run(self.name, lambda: self.inner.gather(domain))
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
-    """The wait a provider asked for in its response headers, in seconds, or None.
-
-    `retry-after-ms` (sent by OpenAI and Azure) is read before `Retry-After`, which is either
-    a number of seconds or an HTTP-date (RFC 9110, 10.2.3); a date already past means no wait.
-    A value that cannot be read is ignored rather than trusted. `now` is Unix time, for tests.
-    """
-    if not headers:
-        return None
-    fields = {str(name).lower(): str(value).strip() for name, value in headers.items()}
-    millis = _seconds(fields.get("retry-after-ms", ""))
-    if millis is not None:
-        return millis / 1000
-    value = fields.get("retry-after", "")
-    seconds = _seconds(value)
-    if seconds is not None or not value:
-        return seconds
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000" parses naive; HTTP-dates are always GMT
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def _seconds(text: str) -> float | None:
-    if not _NUMBER.fullmatch(text):
-        return None
-    value = float(text)
-    return value if math.isfinite(value) else None
 
 
 def _final(error: ProviderError, note: str) -> ProviderError:

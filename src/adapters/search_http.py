@@ -1,7 +1,8 @@
-"""HTTP plumbing shared by the search-API adapters: client ownership, errors, result bounds."""
+"""What the search-API adapters share: the request flow, client ownership, errors, result bounds."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ import httpx
 
 from firmsift.adapters.bounded_body import ACCEPT_ENCODING, BodyLimits, UnreadableBody, read_body
 from firmsift.adapters.html_evidence import bounded, text_from_fragment
-from firmsift.adapters.retrying import retry_after_seconds
+from firmsift.adapters.retry_after import retry_after_seconds
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
@@ -42,6 +43,51 @@ class OwnedClient:
         if self._owned and self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+class SearchApi(abc.ABC):
+    """The flow every search-API adapter follows: one request per domain asking what the company
+    sells, the result list picked out of the JSON answer, at most max_results bounded Evidence
+    made of it. A subclass names its provider, endpoint, snippet field and the provider's own cap
+    on results, and says how to ask (`request`) and where the results are (`results`)."""
+
+    name: str
+    method: str
+    path: str  # of the endpoint, after the base URL
+    snippet_key: str  # the result field holding the snippet
+    most_results: int | None = None  # the provider's own limit per query, if it has one
+
+    def __init__(self, base_url: str, *, timeout: float = 10.0, max_results: int = 5,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._url = self._base_url + self.path
+        self._timeout = timeout
+        wanted = max(1, max_results)
+        self._max_results = wanted if self.most_results is None else min(wanted, self.most_results)
+        self._client = OwnedClient(client)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self._base_url!r})"  # never the API key
+
+    async def gather(self, domain: str) -> list[Evidence]:
+        """Up to max_results results about what the company at `domain` sells."""
+        body = await request_json(self._client.get(), self.name, self.method, self._url,
+                                  timeout=self._timeout, **self.request(search_query(domain)))
+        return evidence_from_results(self.name, self.results(body), snippet_key=self.snippet_key,
+                                     max_results=self._max_results)
+
+    @abc.abstractmethod
+    def request(self, query: str) -> dict[str, Any]:
+        """The request's `headers`, and its `params` or `json`, asking the provider `query`."""
+
+    def results(self, body: Any) -> Any:
+        """The result list in the provider's JSON answer (at "results" unless the provider says
+        otherwise); ProviderError when the answer has no place for one."""
+        return json_at(self.name, body, "results")
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this adapter created it."""
+        await self._client.aclose()
 
 
 async def request_json(

@@ -11,6 +11,8 @@ from typing import TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
+from firmsift.adapters.sql_errors import database_errors, url_errors
+
 T = TypeVar("T")
 
 # The only PostgreSQL driver firmsift ships (psycopg 3); SQLAlchemy's default would be psycopg2.
@@ -22,8 +24,10 @@ SQLITE_BUSY_TIMEOUT = 30  # seconds a transaction waits for another process's wr
 
 def database_url(url: str | URL) -> URL:
     """The URL as firmsift connects to it: a plain `postgresql://` (or `postgres://`) URL
-    gets the psycopg 3 driver; anything else is returned unchanged."""
-    parsed = make_url(url)
+    gets the psycopg 3 driver; anything else is returned unchanged. InvalidDatabaseUrl if it
+    does not parse."""
+    with url_errors():
+        parsed = make_url(url)
     if parsed.drivername in _DRIVERLESS_POSTGRES:
         return parsed.set(drivername=POSTGRES_DRIVER)
     return parsed
@@ -31,17 +35,19 @@ def database_url(url: str | URL) -> URL:
 
 def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
     """An engine for `url`; nothing connects until the first query. The pool settings apply
-    to PostgreSQL (SQLite files need no pool of their own)."""
+    to PostgreSQL (SQLite files need no pool of their own). InvalidDatabaseUrl for a URL that
+    names no database SQLAlchemy can open."""
     parsed = database_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed)
-    # Pre-ping replaces connections the server or a proxy closed while they sat in the pool.
-    # Connect and keepalive limits so an unreachable server is an error in seconds, not a hang
-    # of minutes while the kernel retries.
-    connect_args = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
-                    "keepalives_count": 3, "tcp_user_timeout": 15000}
-    return create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-                         connect_args=connect_args)
+    with url_errors():
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(parsed)
+        # Pre-ping replaces connections the server or a proxy closed while they sat in the pool.
+        # Connect and keepalive limits so an unreachable server is an error in seconds, not a hang
+        # of minutes while the kernel retries.
+        connect_args = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                        "keepalives_count": 3, "tcp_user_timeout": 15000}
+        return create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
+                             connect_args=connect_args)
 
 
 def _sqlite_engine(url: URL) -> Engine:
@@ -77,10 +83,11 @@ def _sqlite_engine(url: URL) -> Engine:
 
 async def in_transaction(engine: Engine, work: Callable[[Connection], T]) -> T:
     """Run `work` in one transaction in a worker thread: SQLAlchemy Core is synchronous, and the
-    event loop must keep serving heartbeats and requests meanwhile."""
+    event loop must keep serving heartbeats and requests meanwhile. A driver error leaves as the
+    ports' DatabaseFailure (DatabaseUnavailable when the database could not be reached or used)."""
 
     def run() -> T:
-        with engine.begin() as conn:
+        with database_errors(), engine.begin() as conn:
             return work(conn)
 
     return await asyncio.to_thread(run)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
+
+from firmsift.adapters.sql_engine import in_transaction
 
 # Targets the primary key answer_leases (domain, classifier). The WHERE makes the update happen
 # only when the current lease has lapsed or is already ours, so exactly one worker wins.
@@ -28,20 +29,17 @@ class SqlLeases:
         self.clock = clock
 
     async def acquire(self, domain: str, classifier: str, holder: str, ttl_seconds: float) -> bool:
-        def take() -> bool:
-            now = self.clock()
-            with self.engine.begin() as conn:
-                conn.execute(TAKE_LEASE, {"domain": domain, "classifier": classifier, "holder": holder,
-                                          "expires_at": now + ttl_seconds, "now": now})
-                # Read back rather than trust rowcount, whose meaning for upserts differs by driver.
-                owner = conn.execute(LEASE_HOLDER, {"domain": domain, "classifier": classifier}).scalar()
+        now = self.clock()
+
+        def take(conn: Connection) -> bool:
+            conn.execute(TAKE_LEASE, {"domain": domain, "classifier": classifier, "holder": holder,
+                                      "expires_at": now + ttl_seconds, "now": now})
+            # Read back rather than trust rowcount, whose meaning for upserts differs by driver.
+            owner = conn.execute(LEASE_HOLDER, {"domain": domain, "classifier": classifier}).scalar()
             return owner == holder
 
-        return await asyncio.to_thread(take)
+        return await in_transaction(self.engine, take)
 
     async def release(self, domain: str, classifier: str, holder: str) -> None:
-        def give_up() -> None:
-            with self.engine.begin() as conn:
-                conn.execute(GIVE_UP_LEASE, {"domain": domain, "classifier": classifier, "holder": holder})
-
-        await asyncio.to_thread(give_up)
+        await in_transaction(self.engine, lambda conn: conn.execute(
+            GIVE_UP_LEASE, {"domain": domain, "classifier": classifier, "holder": holder}))

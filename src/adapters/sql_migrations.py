@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
+from firmsift.adapters.sql_errors import database_errors
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -135,9 +137,11 @@ IS_APPLIED = text("SELECT 1 FROM schema_migrations WHERE version = :v")
 RECORD_MIGRATION = text("INSERT INTO schema_migrations (version, name, applied_at) VALUES (:v, :n, :t)")
 
 
+@database_errors()
 def upgrade(engine: Engine) -> list[Migration]:
     """Apply every migration not yet recorded, each in its own transaction; returns those applied.
-    Safe to run from several processes at once: the first applies, the others find it recorded."""
+    Safe to run from several processes at once: the first applies, the others find it recorded.
+    A driver error leaves as DatabaseUnavailable (what start-up waits out) or DatabaseFailure."""
     applied: list[Migration] = []
     with engine.begin() as conn:
         _serialize(conn)

@@ -27,11 +27,10 @@ from firmsift.adapters.sql_queue_statements import (
     set_visible_at,
 )
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
-from firmsift.ports.queue import QueueMessage
+from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
 T = TypeVar("T")
 
-MAX_BATCH = 10  # SQS's limit on messages per receive, kept so the adapters agree
 _SHORTEST_PAUSE = 0.01  # floor on a long-poll pause, so clock jitter cannot turn it into a spin
 
 

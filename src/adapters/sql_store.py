@@ -131,13 +131,16 @@ class SqlStore:
                 conn.execute(UPSERT_ANSWER, _answer_params(answer))
             return recorded
 
-        try:
-            return await self._run(work)
-        except (UnicodeEncodeError, DataError) as error:
-            # What passed the check and the database still refused (e.g. a character outside
-            # a LATIN1 database's encoding): nothing was written, and the domain fails alone.
-            raise UnstorableText(f"the database refused the result of {result.domain}: "
-                                 f"{storable_error(getattr(error, 'orig', None) or error)}") from error
+        def refusing_unstorable(conn: Connection) -> bool:
+            try:
+                return work(conn)
+            except (UnicodeEncodeError, DataError) as error:
+                # What passed the check and the database still refused (e.g. a character outside
+                # a LATIN1 database's encoding): nothing is written, and the domain fails alone.
+                raise UnstorableText(f"the database refused the result of {result.domain}: "
+                                     f"{storable_error(getattr(error, 'orig', None) or error)}") from error
+
+        return await self._run(refusing_unstorable)
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         await self._run(lambda conn: conn.execute(

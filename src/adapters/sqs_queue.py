@@ -28,11 +28,10 @@ from typing import Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
-from firmsift.ports.queue import QueueMessage
+from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
 T = TypeVar("T")
 
-MAX_BATCH = 10  # SQS's limit on messages per receive
 MAX_WAIT_SECONDS = 20  # SQS's limit on a long poll
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's limit on a visibility timeout (12 hours)
 _CODE_PREFIX = "AWS.SimpleQueueService."  # the query-protocol spelling botocore may report

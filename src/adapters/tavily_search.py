@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
-from firmsift.adapters.search_http import (
-    OwnedClient,
-    evidence_from_results,
-    json_at,
-    request_json,
-    search_query,
-)
-from firmsift.domain.model import Evidence
-
-# Tavily accepts at most 20 results per query.
-_TAVILY_MAX_RESULTS = 20
+from firmsift.adapters.search_http import SearchApi
 
 
-class TavilySearch:
+class TavilySearch(SearchApi):
     """Evidence from Tavily: POST {base_url}/search with a bearer API key."""
 
     name = "tavily"
+    method = "POST"
+    path = "/search"
+    snippet_key = "content"
+    most_results = 20  # Tavily accepts at most 20 results per query.
 
     def __init__(
         self,
@@ -33,35 +29,11 @@ class TavilySearch:
     ) -> None:
         if not api_key:
             raise ValueError("tavily: an API key is required")
+        super().__init__(base_url, timeout=timeout, max_results=max_results, client=client)
         self._api_key = api_key
-        self._url = base_url.rstrip("/") + "/search"
-        self._timeout = timeout
-        self._max_results = min(max(1, max_results), _TAVILY_MAX_RESULTS)
-        self._client = OwnedClient(client)
 
-    def __repr__(self) -> str:
-        return f"TavilySearch(base_url={self._url.removesuffix('/search')!r})"
-
-    async def gather(self, domain: str) -> list[Evidence]:
-        """Up to max_results results about what the company at `domain` sells."""
-        body = await request_json(
-            self._client.get(),
-            self.name,
-            "POST",
-            self._url,
-            timeout=self._timeout,
-            headers={"Authorization": f"Bearer {self._api_key}"},
-            json={
-                "query": search_query(domain),
-                "max_results": self._max_results,
-                "search_depth": "basic",
-            },
-        )
-        results = json_at(self.name, body, "results")
-        return evidence_from_results(
-            self.name, results, snippet_key="content", max_results=self._max_results
-        )
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this adapter created it."""
-        await self._client.aclose()
+    def request(self, query: str) -> dict[str, Any]:
+        return {
+            "headers": {"Authorization": f"Bearer {self._api_key}"},
+            "json": {"query": query, "max_results": self._max_results, "search_depth": "basic"},
+        }

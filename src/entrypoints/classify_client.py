@@ -9,16 +9,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx
-
 from firmsift.entrypoints.classify_rows import Row
+from firmsift.ports.jobs_api import ClientError, JobsApi
 
 TERMINAL = frozenset({"DONE", "FAILED"})
 RECENT_ANSWERS = 10_000  # answers kept for domains repeated further down the file
-
-
-class ClientError(RuntimeError):
-    """The API could not be reached or refused a request in a way that retrying will not fix."""
 
 
 class RowWriter(Protocol):
@@ -44,59 +39,6 @@ class Tally:
             self.rejected += 1
         else:
             self.failed += 1
-
-
-class JobsApi:
-    """The two calls of the API the client needs, with retries on overload and dropped connections."""
-
-    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6) -> None:
-        self.client, self.classifier, self.attempts = client, classifier, attempts
-
-    def submit(self, domains: list[str]) -> tuple[str | None, dict[str, str]]:
-        """(job id, {domain: reason} of the domains the API refused); the rest are resubmitted."""
-        refused: dict[str, str] = {}
-        while domains:
-            response = self._request("POST", "/domains/classify", json={"classifier": self.classifier,
-                                                                        "domains": domains})
-            if response.status_code == 202:
-                return str(response.json()["job_id"]), refused
-            error = _error(response)
-            details = error.get("details") or []
-            if response.status_code == 422 and error.get("code") == "invalid_domains" and details:
-                bad = {d: _reason(d, details) for d in domains if _reason(d, details) is not None}
-                if not bad:
-                    raise ClientError(f"API rejected domains it did not identify: {error.get('message')}")
-                refused.update({d: r for d, r in bad.items() if r is not None})
-                domains = [d for d in domains if d not in bad]
-                continue
-            if response.status_code == 413 and error.get("code") == "too_many_domains" and details:
-                limit = max(len(domains) - len(details), 1)
-                raise ClientError(f"the API takes at most {limit} domains a job: pass --batch-size {limit}")
-            raise ClientError(f"API refused the job ({response.status_code}): "
-                              f"{error.get('message', response.text[:200])}")
-        return None, refused
-
-    def job(self, job_id: str) -> dict[str, Any]:
-        response = self._request("GET", f"/domains/classify/{job_id}")
-        if response.status_code != 200:
-            raise ClientError(f"polling job {job_id} failed ({response.status_code}): {response.text[:200]}")
-        return dict(response.json())
-
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        for attempt in range(self.attempts):
-            last = attempt == self.attempts - 1
-            wait = min(2.0**attempt, 30.0)
-            try:
-                response = self.client.request(method, path, **kwargs)
-            except httpx.TransportError as error:
-                if last:
-                    raise ClientError(f"cannot reach the API at {self.client.base_url}: {error}") from None
-            else:
-                if response.status_code not in (429, 502, 503, 504) or last:
-                    return response
-                wait = max(wait, _retry_after(response))
-            time.sleep(wait)
-        raise AssertionError("unreachable")
 
 
 class OrderedClassifier:
@@ -209,28 +151,3 @@ class OrderedClassifier:
             self.on_row(row, self.tally)
             wrote = True
         return wrote
-
-
-def _reason(sent: str, details: list[dict[str, Any]]) -> str | None:
-    """The API echoes long values cut short and marked with an ellipsis."""
-    for item in details:
-        echoed = item.get("value")
-        if isinstance(echoed, str) and (sent == echoed or (echoed.endswith("…") and sent.startswith(echoed[:-1]))):
-            return str(item.get("reason"))
-    return None
-
-
-def _retry_after(response: httpx.Response) -> float:
-    try:
-        return min(float(response.headers.get("retry-after", "0")), 60.0)
-    except ValueError:
-        return 0.0
-
-
-def _error(response: httpx.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    error = body.get("error") if isinstance(body, dict) else None
-    return error if isinstance(error, dict) else {}

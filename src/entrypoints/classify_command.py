@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-import httpx
-
-from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
+from firmsift.adapters.firmsift_api_client import jobs_api
+from firmsift.entrypoints.classify_client import OrderedClassifier
 from firmsift.entrypoints.classify_report import ProgressLine, RowReporter
 from firmsift.entrypoints.classify_rows import CsvRowWriter, JsonRowWriter, Row, read_row
 from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.csv_stream import CsvFormat, CsvReader, detect_format, find_column
+from firmsift.ports.jobs_api import ClientError
 
 EXIT_OK, EXIT_USAGE, EXIT_UNANSWERED = 0, 2, 3  # failures raise CommandError: exit 1
 # Column names tried, in order, when --column is not given.
@@ -41,10 +41,9 @@ def run_classify(args: argparse.Namespace) -> int:
                       else CsvRowWriter(out, header, fmt.delimiter if fmt else ","))
             progress = ProgressLine()
             api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
-            headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-            http = stack.enter_context(httpx.Client(base_url=args.api, timeout=30, headers=headers))
+            api = stack.enter_context(jobs_api(args.api, args.classifier, api_key=api_key))
             reporter = RowReporter(where, progress)
-            classifier = OrderedClassifier(JobsApi(http, args.classifier), writer, batch_size=args.batch_size,
+            classifier = OrderedClassifier(api, writer, batch_size=args.batch_size,
                                            jobs_in_flight=args.jobs_in_flight, poll_interval=args.poll_interval,
                                            stall_timeout=args.timeout, on_row=reporter)
             tally = classifier.run(rows)

@@ -8,9 +8,8 @@ import random
 import time
 from collections.abc import Callable
 
-from sqlalchemy.exc import InterfaceError, OperationalError
-
 from firmsift.entrypoints.container import Container
+from firmsift.ports.database_errors import DatabaseUnavailable
 
 FIRST_DELAY = 0.5
 MAX_DELAY = 15.0
@@ -36,7 +35,7 @@ def migrate_when_reachable(container: Container, *, sleep: Callable[[float], Non
     while True:
         try:
             container.migrate()
-        except (OperationalError, InterfaceError) as error:
+        except DatabaseUnavailable as error:
             reason = _reason(error)
             remaining = deadline - clock()
             if not waits:
@@ -56,8 +55,6 @@ def migrate_when_reachable(container: Container, *, sleep: Callable[[float], Non
         return
 
 
-def _reason(error: OperationalError | InterfaceError) -> str:
-    """The driver's first line (it names host and port, never the password), without the SQL."""
-    text = str(error.orig) if error.orig is not None else str(error)
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-    return first[:MAX_REASON]
+def _reason(error: DatabaseUnavailable) -> str:
+    """The driver's first line (it names host and port, never the password)."""
+    return str(error).strip().splitlines()[0][:MAX_REASON]

@@ -13,7 +13,6 @@ from typing import Any
 
 from dependency_injector import providers
 from pydantic import SecretStr
-from sqlalchemy.exc import SQLAlchemyError
 
 from firmsift.adapters.classifier_files import ClassifierFileError, parse_classifier
 from firmsift.adapters.jsonl_file import JsonlFileError
@@ -31,6 +30,8 @@ from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputErro
 from firmsift.entrypoints.eval_progress import ProgressBar
 from firmsift.entrypoints.eval_report import summary_table, write_reports
 from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.ports.closable import Closable
+from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.ports.evaluation import Pricing
 from firmsift.services.evaluation_run import (
     Candidate,
@@ -160,7 +161,7 @@ async def _evaluate_then_close(run: Evaluation) -> dict[str, tuple[Outcome, ...]
     finally:
         # Only the search clients the run used: replayed evidence has none to close.
         for source in {id(c.evidence): c.evidence for c in run.candidates}.values():
-            if isinstance(source, LiveEvidence) and hasattr(source.search, "aclose"):
+            if isinstance(source, LiveEvidence) and isinstance(source.search, Closable):
                 await source.search.aclose()
 
 
@@ -212,9 +213,10 @@ def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain], base: Con
     database_to_create(base.settings(), "eval --known-companies")  # refuses to create an empty one
     try:
         return asyncio.run(base.store().find_known(with_parents([i.domain for i in labels])))
-    except SQLAlchemyError as error:
+    except (DatabaseFailure, InvalidDatabaseUrl) as error:
+        kind = type(error.__cause__).__name__  # SQLAlchemy's class for it: OperationalError, ProgrammingError...
         raise ConfigurationError(f"--known-companies: cannot read the known companies from the database "
-                                 f"({type(error).__name__}); is FIRMSIFT_DATABASE_URL right and migrated "
+                                 f"({kind}); is FIRMSIFT_DATABASE_URL right and migrated "
                                  f"(`firmsift db upgrade`)?") from None
     finally:
         base.engine().dispose()

@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
-from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
@@ -24,6 +23,7 @@ from firmsift.entrypoints.http_errors import EXCEPTION_HANDLERS, BackendUnavaila
 from firmsift.entrypoints.json_body import read_json_body
 from firmsift.entrypoints.openapi import openapi_document
 from firmsift.entrypoints.rate_limit import TokenBuckets
+from firmsift.ports.database_errors import DatabaseFailure
 from firmsift.services.submit import SubmitJob, find_job, submit_job
 
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
@@ -86,7 +86,7 @@ def create_app(
                     intake=container.intake(),
                     max_domains=settings.max_domains_per_job,
                 )
-        except (QueueUnavailable, BackendUnavailable, DBAPIError):
+        except (QueueUnavailable, BackendUnavailable, DatabaseFailure):
             outcomes.failed()  # /readyz says so until an intake succeeds again
             raise
         outcomes.succeeded()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -23,6 +22,7 @@ from firmsift.domain.idempotency import IdempotencyKeyReused
 from firmsift.domain.keys import InvalidApiKey, NotAuthenticated
 from firmsift.domain.reply_queues import ReplyQueueNotAllowed
 from firmsift.entrypoints.rate_limit import RateLimited
+from firmsift.ports.database_errors import DatabaseFailure
 
 log = logging.getLogger(__name__)
 MAX_ECHOED_VALUE = 200  # an offending value is echoed back, but never a megabyte of it
@@ -114,8 +114,10 @@ class BackendUnavailable(Exception):
 
 
 async def backend_unavailable(_request: Request, exc: Exception) -> JSONResponse:
-    # The detail (host, driver message) is for the log only.
-    log.error("backend unavailable", extra={"error": f"{type(exc).__name__}: {exc}"})
+    # The detail (host, driver message) is for the log only: the driver's error, as SQLAlchemy
+    # reported it, where an adapter translated one.
+    detail = exc.__cause__ or exc
+    log.error("backend unavailable", extra={"error": f"{type(detail).__name__}: {detail}"})
     return JSONResponse(error_body("service_unavailable", "the database or queue is unavailable; try again later"),
                         status_code=503, headers={"Retry-After": "5"})
 
@@ -135,6 +137,6 @@ EXCEPTION_HANDLERS = {
     FirmsiftError: firmsift_error,
     HTTPException: http_error,
     BackendUnavailable: backend_unavailable,
-    DBAPIError: backend_unavailable,  # a database outage is a 503, not an internal error
+    DatabaseFailure: backend_unavailable,  # a database outage is a 503, not an internal error
     Exception: unexpected_error,
 }

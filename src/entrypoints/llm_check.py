@@ -16,6 +16,7 @@ from firmsift.adapters.llm_endpoint import api_base_host, is_local_api_base
 from firmsift.domain.model import ResultStatus
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.ports.closable import Closable
 from firmsift.services.asking import ask_llm
 
 if TYPE_CHECKING:
@@ -77,9 +78,8 @@ async def _ask(llm: LLM, classifier: Classifier, domain: str) -> tuple[Answer, C
         return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
                              marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
     finally:
-        close = getattr(llm, "aclose", None)
-        if close is not None:
-            await close()
+        if isinstance(llm, Closable):
+            await llm.aclose()
 
 
 def _tokens(completion: Completion) -> str:

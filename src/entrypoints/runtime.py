@@ -9,14 +9,14 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 
-from sqlalchemy.exc import ArgumentError
-
 from firmsift.adapters.classifier_files import ClassifierFileError
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker import Worker, WorkerConfig
 from firmsift.entrypoints.worker_probe import worker_probe
+from firmsift.ports.closable import Closable
+from firmsift.ports.database_errors import InvalidDatabaseUrl
 from firmsift.services.process import JobDependencies
 
 
@@ -29,7 +29,7 @@ def start_container(settings: Settings | None = None, *, migrate: bool = True) -
     try:
         container.catalog()  # fail at start-up, not on the first job, if a classifier file is broken
         container.engine()  # a malformed database URL is a configuration error, not a crash
-    except (ClassifierFileError, ArgumentError) as error:
+    except (ClassifierFileError, InvalidDatabaseUrl) as error:
         raise ConfigurationError(str(error)) from None
     if migrate:
         container.migrate()
@@ -72,7 +72,7 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
             await worker.run(stop)
     finally:
         search = worker.deps.search
-        if hasattr(search, "aclose"):
+        if isinstance(search, Closable):
             await search.aclose()
 
 

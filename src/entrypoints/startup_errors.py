@@ -7,6 +7,7 @@ import tomllib
 from pydantic import ValidationError
 
 from firmsift.entrypoints.settings import ConfigurationError
+from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
 
 ENV_PREFIX = "FIRMSIFT_"
 
@@ -50,15 +51,11 @@ def first_line(text: str) -> str:
 
 
 def _database_error_line(error: BaseException, database: str | None) -> str | None:
-    # Imported here: this module is loaded on every command, and SQLAlchemy only matters on errors.
-    from sqlalchemy.exc import ArgumentError, DBAPIError
-
     where = f" {database}" if database else ""
-    if isinstance(error, ArgumentError):  # a malformed URL, or a dialect SQLAlchemy cannot load
+    if isinstance(error, InvalidDatabaseUrl):  # a malformed URL, or a dialect SQLAlchemy cannot load
         return f"invalid {ENV_PREFIX}DATABASE_URL: {first_line(str(error))}"
-    if isinstance(error, DBAPIError):
-        # The driver's own message (connection refused, unknown database, authentication failed,
-        # unable to open database file) without SQLAlchemy's SQL echo and background link.
-        cause = error.orig if error.orig is not None else error
-        return f"cannot use the database{where}: {first_line(str(cause))}"
+    if isinstance(error, DatabaseFailure):
+        # The driver's own message: connection refused, unknown database, authentication failed,
+        # unable to open database file.
+        return f"cannot use the database{where}: {first_line(str(error))}"
     return None

@@ -15,14 +15,13 @@ from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document, reply_dedup_id
 from firmsift.domain.model import Job
 from firmsift.domain.outside_text import storable_error
-from firmsift.ports.queue import QueueMessage, ReplyPublisher, WorkQueue
+from firmsift.ports.queue import MAX_BATCH, QueueMessage, ReplyPublisher, WorkQueue
 from firmsift.services.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.services.process import JobDependencies, process_job
 
 log = logging.getLogger(__name__)
 ERROR_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
 IDLE_PAUSE_SECONDS = 0.5
-MAX_RECEIVE_BATCH = 10  # SQS's limit per receive, kept by every queue adapter
 
 
 @dataclass
@@ -59,7 +58,7 @@ class Worker:
         watcher = asyncio.create_task(self.watch_dead_letters(stop)) if self.dead_letters else None
         while not stop.is_set():
             self.last_poll = time.monotonic()
-            free = min(self.config.max_jobs - len(self._tasks), MAX_RECEIVE_BATCH)
+            free = min(self.config.max_jobs - len(self._tasks), MAX_BATCH)
             if free <= 0:
                 # Bounded, so the loop keeps turning (and the liveness probe stays green) while busy.
                 await asyncio.wait(self._tasks, timeout=max(self.config.wait_time, 1.0),
@@ -96,7 +95,7 @@ class Worker:
         assert self.dead_letters is not None
         while not stop.is_set():
             try:
-                while messages := await self.dead_letters.receive(max_messages=MAX_RECEIVE_BATCH):
+                while messages := await self.dead_letters.receive(max_messages=MAX_BATCH):
                     for job in await fail_dead_lettered(messages, self.deps.jobs):
                         log.warning("job dead-lettered and marked FAILED", extra={"job_id": job.id})
                         self.on_dead_lettered(job)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+MAX_BATCH = 10  # messages one receive may ask for: SQS's limit, which every queue adapter keeps
+
 
 @dataclass(frozen=True)
 class QueueMessage:
@@ -26,7 +28,8 @@ class WorkQueue(Protocol):
         window is accepted and ignored. Raises QueueUnavailable."""
 
     async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
-        """Long-poll: return as soon as messages are available, or [] after wait_seconds."""
+        """Long-poll: return as soon as messages are available, or [] after wait_seconds.
+        max_messages is from 1 to MAX_BATCH; ValueError otherwise."""
 
     async def delete(self, receipt: str) -> None:
         """Acknowledge a message. Raises StaleReceipt when the receipt is not current."""

@@ -12,10 +12,12 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from firmsift.entrypoints.classify_client import ClientError, JobsApi, OrderedClassifier
+from firmsift.adapters.firmsift_api_client import HttpJobsApi
+from firmsift.entrypoints.classify_client import OrderedClassifier
 from firmsift.entrypoints.classify_command import run_classify
 from firmsift.entrypoints.commands import CommandError
 from firmsift.entrypoints.classify_rows import CsvRowWriter, Row, answer_column_names, read_row
+from firmsift.ports.jobs_api import ClientError
 from tests.support.fake_api_server import FakeApi
 
 
@@ -27,7 +29,7 @@ def classify(api: FakeApi, rows: list[Row] | Iterator[Row], header: list[str] | 
         list[list[str]], OrderedClassifier]:
     out = io.StringIO()
     with httpx.Client(base_url=api.base_url) as http:
-        classifier = OrderedClassifier(JobsApi(http, "cpg"), CsvRowWriter(out, header or ["name", "website"]),
+        classifier = OrderedClassifier(HttpJobsApi(http, "cpg"), CsvRowWriter(out, header or ["name", "website"]),
                                        poll_interval=0.01, **{"batch_size": 3, **options})
         classifier.run(rows)
     return list(csv.reader(io.StringIO(out.getvalue()))), classifier
@@ -76,7 +78,7 @@ def test_only_a_bounded_window_of_rows_and_jobs_is_held() -> None:
             assert read - len(written) <= 50  # rows read but not yet written
 
     with FakeApi() as api, httpx.Client(base_url=api.base_url) as http:
-        OrderedClassifier(JobsApi(http, "cpg"), Counting(io.StringIO(), ["name", "website"]), batch_size=5,
+        OrderedClassifier(HttpJobsApi(http, "cpg"), Counting(io.StringIO(), ["name", "website"]), batch_size=5,
                           jobs_in_flight=4, rows_ahead=50, poll_interval=0.001).run(source())
         assert api.max_in_flight <= 4
     assert len(written) == 700

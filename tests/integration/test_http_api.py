@@ -1,6 +1,7 @@
 """The HTTP API on the real app, a real SQLite file and the real database queue."""
 
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,6 +178,20 @@ def test_database_queue_failure_is_503_and_records_nothing(container) -> None:
     with container.engine().connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM jobs")).scalar() == 0
         assert conn.execute(text("SELECT count(*) FROM job_domains")).scalar() == 0
+
+
+def test_a_database_failure_on_poll_is_503_and_the_log_keeps_the_driver_error(
+        client: TestClient, container, caplog: pytest.LogCaptureFixture) -> None:
+    job_id = post(client, {"domains": ["a.com"]}).json()["job_id"]
+    with container.engine().begin() as conn:
+        conn.execute(text("DROP TABLE job_domains"))
+    with caplog.at_level(logging.ERROR, logger="firmsift.entrypoints.http_errors"):
+        response = client.get(f"/domains/classify/{job_id}")
+    assert response.status_code == 503 and response.headers["retry-after"] == "5"
+    assert error_of(response) == {"code": "service_unavailable", "details": [],
+                                  "message": "the database or queue is unavailable; try again later"}
+    [logged] = [record for record in caplog.records if record.getMessage() == "backend unavailable"]
+    assert logged.error.startswith("OperationalError: (sqlite3.OperationalError) no such table: job_domains")
 
 
 def test_health(client: TestClient) -> None:

@@ -1,5 +1,6 @@
 """The SQLite engine: one connection per process for a database file, so transactions hand over
-through the pool instead of sleeping in SQLite's busy handler (measured in BENCHMARKS.md, accept path)."""
+through the pool instead of sleeping in SQLite's busy handler (measured in BENCHMARKS.md, accept path);
+and what leaves a transaction when the database fails: the ports' errors, the driver's as their cause."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import anyio
+import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError, OperationalError
 
-from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_engine import in_transaction, make_engine
+from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable
 
 
 def test_transactions_of_one_process_take_turns_on_one_connection(tmp_path: Path) -> None:
@@ -34,3 +39,20 @@ def test_transactions_of_one_process_take_turns_on_one_connection(tmp_path: Path
     finally:
         engine.dispose()
     assert len(used) == 1  # the pool sizes asked for do not apply to a file: one connection, in turn
+
+
+def test_driver_errors_leave_a_transaction_as_the_ports_errors_with_the_driver_error_as_cause(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'errors.db'}")
+    try:
+        with pytest.raises(DatabaseUnavailable, match="^no such table: nowhere$") as unusable:
+            anyio.run(in_transaction, engine, lambda conn: conn.execute(text("SELECT * FROM nowhere")))
+        assert isinstance(unusable.value.__cause__, OperationalError)
+
+        anyio.run(in_transaction, engine, lambda conn: conn.execute(text("CREATE TABLE one (n INTEGER PRIMARY KEY)")))
+        twice = text("INSERT INTO one VALUES (1)")
+        with pytest.raises(DatabaseFailure) as refused:
+            anyio.run(in_transaction, engine, lambda conn: [conn.execute(twice), conn.execute(twice)])
+        assert not isinstance(refused.value, DatabaseUnavailable)  # refused, not unreachable: nothing to wait for
+        assert isinstance(refused.value.__cause__, IntegrityError)
+    finally:
+        engine.dispose()

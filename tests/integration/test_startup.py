@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from sqlalchemy import text
 
 from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.llm_endpoint import api_base_host
 from firmsift.domain.evaluation import LabelledDomain
 from firmsift.entrypoints.container import Container
@@ -28,6 +28,7 @@ from firmsift.entrypoints.logs import JsonFormatter
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.startup_errors import startup_error_line
 from firmsift.entrypoints.unknown_variables import OTHER_VARIABLES, known_variables, unknown_variable_warnings
+from firmsift.ports.database_errors import DatabaseUnavailable, InvalidDatabaseUrl
 from tests.support.postgres import postgres_engine
 from tests.support.processes import refusing_port
 
@@ -186,8 +187,8 @@ def test_configuration_file_errors_are_one_line(tmp_path: Path) -> None:
 
 def test_an_unopenable_sqlite_file_is_one_line(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path}")  # a directory, not a file
-    with pytest.raises(Exception) as raised, engine.connect():
-        pass
+    with pytest.raises(DatabaseUnavailable) as raised:
+        upgrade(engine)
     line = startup_error_line(raised.value, database=describe_database(f"sqlite:///{tmp_path}"))
     assert line == f"cannot use the database sqlite:///{tmp_path}: unable to open database file"
 
@@ -195,8 +196,8 @@ def test_an_unopenable_sqlite_file_is_one_line(tmp_path: Path) -> None:
 def test_an_unreachable_postgresql_server_is_one_line_without_its_password() -> None:
     with refusing_port() as port:
         url = f"postgresql://firmsift:db-password-3@127.0.0.1:{port}/firmsift"
-        with pytest.raises(Exception) as raised, make_engine(url).connect():
-            pass
+        with pytest.raises(DatabaseUnavailable) as raised:
+            upgrade(make_engine(url))
     line = startup_error_line(raised.value, database=describe_database(url))
     assert line is not None and "\n" not in line and "db-password-3" not in line
     assert line.startswith(f"cannot use the database postgresql+psycopg://firmsift:***@127.0.0.1:{port}/firmsift: ")
@@ -206,10 +207,16 @@ def test_an_unreachable_postgresql_server_is_one_line_without_its_password() -> 
 def test_an_unknown_postgresql_database_is_one_line() -> None:
     with postgres_engine(migrate=False) as server:  # skips (fails on CI) without a PostgreSQL server
         url = server.url.set(database="no_such_database_here").render_as_string(hide_password=False)
-    with pytest.raises(Exception) as raised, make_engine(url).connect() as conn:
-        conn.execute(text("SELECT 1"))
+    with pytest.raises(DatabaseUnavailable) as raised:
+        upgrade(make_engine(url))
     line = startup_error_line(raised.value)
     assert line is not None and "\n" not in line and 'database "no_such_database_here" does not exist' in line
+
+
+def test_a_database_url_sqlalchemy_cannot_use_is_one_line_naming_the_variable() -> None:
+    with pytest.raises(InvalidDatabaseUrl) as raised:
+        make_engine("sqlite://relative/path")
+    assert startup_error_line(raised.value) == "invalid FIRMSIFT_DATABASE_URL: Invalid SQLite URL: sqlite://relative/path"
 
 
 def test_a_file_where_a_folder_is_needed_is_one_line(tmp_path: Path) -> None:

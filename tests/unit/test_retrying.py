@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy, retry_after_seconds
+from firmsift.adapters.retry_after import retry_after_seconds
+from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 

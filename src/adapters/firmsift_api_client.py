@@ -1,0 +1,95 @@
+"""The firmsift HTTP API as a JobsApi over httpx: what `firmsift classify` submits to and polls."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from firmsift.adapters.retry_after import retry_after_seconds
+from firmsift.ports.jobs_api import ClientError
+
+MAX_RETRY_AFTER = 60.0  # the longest Retry-After the client waits out before its next attempt
+
+
+@contextlib.contextmanager
+def jobs_api(base_url: str, classifier: str, *, api_key: str | None) -> Iterator[HttpJobsApi]:
+    """The API at `base_url`, asked with `classifier` and the caller's key (if any), for the
+    length of the block."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    with httpx.Client(base_url=base_url, timeout=30, headers=headers) as http:
+        yield HttpJobsApi(http, classifier)
+
+
+class HttpJobsApi:
+    """The two calls of the API the client needs, with retries on overload and dropped connections."""
+
+    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6) -> None:
+        self.client, self.classifier, self.attempts = client, classifier, attempts
+
+    def submit(self, domains: list[str]) -> tuple[str | None, dict[str, str]]:
+        """(job id, {domain: reason} of the domains the API refused); the rest are resubmitted."""
+        refused: dict[str, str] = {}
+        while domains:
+            response = self._request("POST", "/domains/classify", json={"classifier": self.classifier,
+                                                                        "domains": domains})
+            if response.status_code == 202:
+                return str(response.json()["job_id"]), refused
+            error = _error(response)
+            details = error.get("details") or []
+            if response.status_code == 422 and error.get("code") == "invalid_domains" and details:
+                bad = {d: _reason(d, details) for d in domains if _reason(d, details) is not None}
+                if not bad:
+                    raise ClientError(f"API rejected domains it did not identify: {error.get('message')}")
+                refused.update({d: r for d, r in bad.items() if r is not None})
+                domains = [d for d in domains if d not in bad]
+                continue
+            if response.status_code == 413 and error.get("code") == "too_many_domains" and details:
+                limit = max(len(domains) - len(details), 1)
+                raise ClientError(f"the API takes at most {limit} domains a job: pass --batch-size {limit}")
+            raise ClientError(f"API refused the job ({response.status_code}): "
+                              f"{error.get('message', response.text[:200])}")
+        return None, refused
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        response = self._request("GET", f"/domains/classify/{job_id}")
+        if response.status_code != 200:
+            raise ClientError(f"polling job {job_id} failed ({response.status_code}): {response.text[:200]}")
+        return dict(response.json())
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        for attempt in range(self.attempts):
+            last = attempt == self.attempts - 1
+            wait = min(2.0**attempt, 30.0)
+            try:
+                response = self.client.request(method, path, **kwargs)
+            except httpx.TransportError as error:
+                if last:
+                    raise ClientError(f"cannot reach the API at {self.client.base_url}: {error}") from None
+            else:
+                if response.status_code not in (429, 502, 503, 504) or last:
+                    return response
+                wait = max(wait, min(retry_after_seconds(response.headers) or 0.0, MAX_RETRY_AFTER))
+            time.sleep(wait)
+        raise AssertionError("unreachable")
+
+
+def _reason(sent: str, details: list[dict[str, Any]]) -> str | None:
+    """The API echoes long values cut short and marked with an ellipsis."""
+    for item in details:
+        echoed = item.get("value")
+        if isinstance(echoed, str) and (sent == echoed or (echoed.endswith("…") and sent.startswith(echoed[:-1]))):
+            return str(item.get("reason"))
+    return None
+
+
+def _error(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}

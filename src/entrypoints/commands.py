@@ -57,7 +57,11 @@ def dispatch(args: argparse.Namespace) -> int:
 
         return run_llm_check(args)
     if args.command == "queues":
-        return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
+        queues = Container(settings=Settings())
+        try:
+            return declared_queues(queues, apply=args.queues_command == "ensure")
+        finally:
+            queues.shutdown_resources()
     settings = Settings()
     if args.command == "worker":
         require_llm_credentials(settings)
@@ -104,7 +108,7 @@ def dispatch(args: argparse.Namespace) -> int:
             return EXIT_OK
         raise AssertionError(f"unhandled command {args.command}")
     finally:
-        container.engine().dispose()
+        container.shutdown_resources()
 
 
 def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:

@@ -73,13 +73,8 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
 
 
 async def _ask(llm: LLM, classifier: Classifier, domain: str) -> tuple[Answer, Completion | None]:
-    try:
-        return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
-                             marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
-    finally:
-        close = getattr(llm, "aclose", None)
-        if close is not None:
-            await close()
+    return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
+                         marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
 
 
 def _tokens(completion: Completion) -> str:

@@ -19,7 +19,7 @@ from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM
 from firmsift.adapters.retrying import RetryingLLM, RetryPolicy
 from firmsift.domain.errors import ProviderError
 from firmsift.ports.providers import LLM, Completion
-from firmsift.entrypoints.container import make_llm
+from firmsift.entrypoints.lazy_adapters import make_llm
 from firmsift.entrypoints.settings import Settings
 from tests.support.fake_llm_server import FakeLLMServer, Reply, load_fixture
 

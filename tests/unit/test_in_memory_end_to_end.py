@@ -25,6 +25,7 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
     app = create_app(container, background=lambda: running_worker(container))
 
     with TestClient(app) as client:
+        assert client.get("/readyz").json()["status"] == "ready"
         accepted = client.post("/domains/classify", json={"domains": ["Snacks.Example.com", "crm.example.org"]},
                                headers={"X-Reply-Queue": "team"})
         assert accepted.status_code == 202, accepted.text

@@ -38,7 +38,8 @@ def graph(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slot
 
 
 def make(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slots: int = 4,
-         store: InMemoryStore | None = None, **classification: Any) -> tuple[InMemoryStore, Classification, ScriptedLLM]:
+         store: InMemoryStore | None = None,
+         **classification: Any) -> tuple[InMemoryStore, Classification, ScriptedLLM]:
     """The graph's store, a worker's Classification (its clock stopped at NOW, and as
     `classification` says otherwise) and the scripted LLM it asks."""
     container = graph(llm, search, llm_slots, store)

@@ -1,4 +1,5 @@
-"""The queue consumer on in-memory fakes: acknowledge only after success, replies, poison messages."""
+"""The queue consumer, as the in-memory container builds it: acknowledge only after success,
+replies, poison messages."""
 
 import asyncio
 import contextlib
@@ -202,8 +203,8 @@ async def test_a_late_delivery_after_a_redrive_sends_no_reply_for_the_unfinished
     llm = ScriptedLLM(YES, delay=0.3)
     container = in_memory(llm, visibility_timeout=30, max_receives=10, max_job_seconds=60, worker_jobs=1,
                           dead_letter_check_interval=0.01)
-    store, queue, dead, replies = container.store(), container.work_queue(), container.dead_letters(), container.replies()
-    worker = container.worker()
+    store, queue, replies, worker = container.store(), container.work_queue(), container.replies(), container.worker()
+    dead = container.dead_letters()
     await add_job(store, queue, "job-1", reply_queue="team")
     [stale] = await queue.receive()
     late = asyncio.create_task(worker.handle(stale))

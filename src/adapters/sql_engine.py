@@ -4,7 +4,7 @@ multi-process service needs (WAL, busy timeout, immediate write transactions).""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -91,3 +91,11 @@ async def in_transaction(engine: Engine, work: Callable[[Connection], T]) -> T:
             return work(conn)
 
     return await asyncio.to_thread(run)
+
+
+def open_engine(url: str, *, pool_size: int, max_overflow: int) -> Iterator[Engine]:
+    """The database engine, for the Resource provider: disposed (its pooled connections closed)
+    when the container's resources are shut down."""
+    engine = make_engine(url, pool_size=pool_size, max_overflow=max_overflow)
+    yield engine
+    engine.dispose()

@@ -7,19 +7,18 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
 
-from firmsift.entrypoints.company_import import read_company_rows
-from firmsift.entrypoints.csv_files import CsvFileError
-from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.command_errors import CommandError
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.company_import import read_company_rows
 from firmsift.entrypoints.config_summary import announce_new_database, log_effective_configuration
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_file import database_to_create
+from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.key_commands import run_keys
 from firmsift.entrypoints.llm_credentials import (
     NO_CREDENTIALS,
@@ -54,7 +53,11 @@ def dispatch(args: argparse.Namespace) -> int:
 
         return run_llm_check(args)
     if args.command == "queues":
-        return declared_queues(Container(settings=Settings()), apply=args.queues_command == "ensure")
+        queues = Container(settings=Settings())
+        try:
+            return declared_queues(queues, apply=args.queues_command == "ensure")
+        finally:
+            queues.shutdown_resources()
     settings = Settings()
     if args.command == "worker":
         require_llm_credentials(settings)
@@ -101,7 +104,7 @@ def dispatch(args: argparse.Namespace) -> int:
             return EXIT_OK
         raise AssertionError(f"unhandled command {args.command}")
     finally:
-        container.engine().dispose()
+        container.shutdown_resources()
 
 
 def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:

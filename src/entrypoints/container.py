@@ -1,122 +1,77 @@
-"""The composition root: settings -> adapters -> use-cases. The only module naming concrete adapters."""
+"""The composition root: settings -> adapters -> use-cases, for every process of firmsift. With
+lazy_adapters.py (the adapters whose SDKs are imported on demand) and memory_container.py (the
+in-memory graph), the only place naming concrete adapters."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import socket
+import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
-from pydantic import SecretStr
 
 from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.completion_cache_file import CompletionCacheFile
 from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
-from firmsift.adapters.llm_endpoint import is_local_api_base
 from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import IntakeOutcomes, Readiness
 from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
-from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql_engine import open_engine
 from firmsift.adapters.sql_job_intake import SqlJobIntake
 from firmsift.adapters.sql_keys import SqlApiKeys
 from firmsift.adapters.sql_leases import SqlLeases
 from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
+from firmsift.entrypoints.lazy_adapters import (
+    ensure_declared_queues,
+    make_llm,
+    make_pricing,
+    make_search,
+    make_sqs_queue,
+    make_sqs_replies,
+    open_sqs_client,
+)
 from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.services.process import JobDependencies
 from firmsift.services.submit import RecordThenPublish
 
 if TYPE_CHECKING:
-    from firmsift.ports.evaluation import Pricing
-    from firmsift.ports.providers import LLM, Search
-    from firmsift.ports.queue import ReplyPublisher, WorkQueue
+    from firmsift.domain.model import Job
 
 
-LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
+def lease_holder_name() -> str:
+    """A worker's name on the answer leases it holds: its host, its process and itself."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def make_llm(settings: Settings) -> LLM:
-    # Imported here, not at the top: litellm costs seconds and ~120 MB, and the API never needs it.
-    from firmsift.adapters.litellm_llm import LiteLLM
-
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    if key is None and settings.llm_api_base and settings.llm_model.startswith("openai/"):
-        # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs no key, but the
-        # OpenAI client refuses to send a request without one.
-        key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
-    # A local server keeps generating for a request its client gave up on: retrying a timeout
-    # there only queues the retry behind the abandoned work (see LiteLLM).
-    return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
-                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
-                   response_format=settings.llm_response_format,
-                   retry_timeouts=not is_local_api_base(settings.llm_api_base))
-
-
-def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
-    from firmsift.adapters.litellm_pricing import LitellmPricing  # imports litellm: only when prices are asked
-
-    return LitellmPricing(overrides)
-
-
-def make_search(settings: Settings) -> Search:
-    """The configured search provider; Settings has already checked its URL or key is set."""
-
-    # Imported here: only a worker searches, and the API process must stay small (httpx, tldextract).
-    from firmsift.adapters.brave_search import BraveSearch
-    from firmsift.adapters.homepage_search import HomepageSearch
-    from firmsift.adapters.searxng_search import SearxngSearch
-    from firmsift.adapters.tavily_search import TavilySearch
-
-    def secret(value: SecretStr | None) -> str:
-        return value.get_secret_value() if value else ""
-
-    common = {"timeout": settings.search_timeout, "max_results": settings.search_max_results}
-    if settings.search_provider == "searxng":
-        return SearxngSearch(settings.searxng_url or "", **common)
-    if settings.search_provider == "tavily":
-        return TavilySearch(secret(settings.tavily_api_key), base_url=settings.tavily_base_url, **common)
-    if settings.search_provider == "brave":
-        return BraveSearch(secret(settings.brave_api_key), base_url=settings.brave_base_url, **common)
-    # Per request search_timeout; the whole fetch (both schemes, every redirect) within the
-    # search deadline, so the homepage obeys the same settings as the search APIs.
-    return HomepageSearch(timeout=settings.search_timeout, total_timeout=settings.search_deadline,
-                          allow_private_addresses=settings.homepage_allow_private_addresses)
-
-
-# SQS adapters are imported only when the SQS backend is chosen: boto3 costs time and memory.
-def make_sqs_client(settings: Settings) -> object:
-    from firmsift.adapters.sqs_client import make_sqs_client as build
-
-    return build(endpoint_url=settings.sqs_endpoint_url, region=settings.aws_region)
-
-
-def make_sqs_queue(client: object, queue: str, visibility_timeout: float) -> WorkQueue:
-    """A work queue on SQS; also the dead-letter queue, which workers drain into FAILED jobs."""
-    from firmsift.adapters.sqs_queue import SqsQueue
-
-    return SqsQueue(client, queue, visibility_timeout=visibility_timeout)
-
-
-def make_sqs_replies(client: object) -> ReplyPublisher:
-    from firmsift.adapters.sqs_queue import SqsReplyPublisher
-
-    return SqsReplyPublisher(client)
-
-
-def ensure_declared_queues(client: object, settings: Settings, *, apply: bool) -> list[str]:
-    """Create or update the queues declared in settings.queues_file (apply) or report drift."""
-    from firmsift.adapters.sqs_queue_spec import ensure_queues, load_queue_spec, queue_drift
-
-    spec = load_queue_spec(settings.queues_file)
-    return ensure_queues(client, spec) if apply else queue_drift(client, spec)
+def dead_letter_counter(metrics: Metrics) -> Callable[[Job], None]:
+    """The worker's on_dead_lettered callback: counts each job found in the dead-letter queue."""
+    return lambda _job: metrics.dead_lettered.inc()
 
 
 class Container(containers.DeclarativeContainer):
+    """Every object graph of firmsift: the API's, a worker's, `firmsift eval`'s and the commands'.
+
+    It also owns what must be closed. The engine and the SQS client are Resources, closed by
+    `container.shutdown_resources()` when the command ends; HTTP clients belong to the event loop
+    that used them, so each is registered on `http_clients`, an exit stack that the code running
+    that loop enters (`async with container.http_clients():`) and that closes them as it leaves.
+    In-memory adapters replace the real ones in memory_container.in_memory_container.
+    """
+
     settings = providers.Dependency(instance_of=Settings)
     metrics = providers.Singleton(Metrics)
+    http_clients = providers.Singleton(contextlib.AsyncExitStack)
 
-    engine = providers.Singleton(
-        make_engine, settings.provided.database_url,
+    engine = providers.Resource(
+        open_engine, settings.provided.database_url,
         pool_size=settings.provided.db_pool_size, max_overflow=settings.provided.db_max_overflow,
     )
     store = providers.Singleton(SqlStore, engine)
@@ -138,7 +93,7 @@ class Container(containers.DeclarativeContainer):
     )
     # Amazon SQS (or an emulator at sqs_endpoint_url); the dead-letter queue and max receives
     # are the queue's redrive policy, declared in deploy/queues.toml.
-    sqs_client = providers.Singleton(make_sqs_client, settings)
+    sqs_client = providers.Resource(open_sqs_client, settings)
     sqs_queue = providers.Singleton(make_sqs_queue, sqs_client, settings.provided.work_queue,
                                     settings.provided.visibility_timeout)
 
@@ -170,7 +125,7 @@ class Container(containers.DeclarativeContainer):
     )
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings)
-    search = providers.Singleton(make_search, settings)
+    search = providers.Singleton(make_search, settings, http_clients)
     intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
     readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)
     leases = providers.Singleton(SqlLeases, engine)
@@ -196,6 +151,26 @@ class Container(containers.DeclarativeContainer):
     worker_search = providers.Singleton(MeteredSearch, providers.Singleton(
         RetryingSearch, providers.Singleton(RateLimitedSearch, search, search_budget), search_retry_policy), metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)
+
+    # A worker, built anew on each call: its own LLM slots, single flight and lease holder name,
+    # over the process's store, queues, providers and metrics.
+    job_dependencies = providers.Factory(
+        JobDependencies, jobs=store, answers=store, known=store, search=worker_search, llm=worker_llm,
+        catalog=catalog, llm_slots=providers.Factory(asyncio.Semaphore, settings.provided.llm_concurrency),
+        domain_concurrency=settings.provided.domain_concurrency, on_result=metrics.provided.count_domain,
+        leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
+        lease_holder=providers.Callable(lease_holder_name),
+    )
+    worker_config = providers.Factory(
+        WorkerConfig, wait_time=settings.provided.wait_time, visibility_timeout=settings.provided.visibility_timeout,
+        max_job_seconds=settings.provided.max_job_seconds, max_jobs=settings.provided.worker_jobs,
+        dead_letter_check_interval=settings.provided.dead_letter_check_interval,
+        shutdown_grace=settings.provided.shutdown_grace_seconds,
+    )
+    worker = providers.Factory(
+        Worker, worker_queue, replies, job_dependencies, worker_config, on_job_finished=metrics.provided.count_job,
+        dead_letters=dead_letters, on_dead_lettered=providers.Callable(dead_letter_counter, metrics),
+    )
 
     # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with
     # a file) and model prices (call with per-model price overrides).

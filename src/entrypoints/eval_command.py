@@ -22,15 +22,15 @@ from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.known_companies import with_parents
 from firmsift.domain.model import Classifier, KnownCompany
-from firmsift.entrypoints.container import LOCAL_SERVER_PLACEHOLDER_KEY, Container
+from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.csv_files import CsvFileError
 from firmsift.entrypoints.database_file import database_to_create
 from firmsift.entrypoints.eval_document import report_document
 from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval_progress import ProgressBar
 from firmsift.entrypoints.eval_report import summary_table, write_reports
+from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY
 from firmsift.entrypoints.settings import ConfigurationError, Settings
-from firmsift.ports.closable import Closable
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.ports.evaluation import Pricing
 from firmsift.services.evaluation_run import (
@@ -77,7 +77,7 @@ def run_eval(args: argparse.Namespace) -> int:
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
     try:
-        outcomes = asyncio.run(_evaluate_then_close(run))
+        outcomes = asyncio.run(_evaluate(run, base))
     except ExceptionGroup as group:
         failed = group.subgroup(OSError)  # the cache could not be written (disk full): stop and say so
         if failed is None:
@@ -140,7 +140,7 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
     sources: dict[str, EvidenceSource] = {}
     candidates = []
     for declaration in declarations:
-        container = Container(settings=_candidate_settings(base.settings(), declaration))
+        container = _candidate_container(base, declaration, tallies.setdefault(declaration.name, RetryTally()))
         settings = container.settings()
         provider = settings.search_provider
         if provider not in sources:
@@ -150,19 +150,22 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
         classifier = _classifier(declaration, catalog, args.classifier)
         spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
                              classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
-        container.llm_retry_tally.override(providers.Object(tallies.setdefault(declaration.name, RetryTally())))
         candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
     return candidates
 
 
-async def _evaluate_then_close(run: Evaluation) -> dict[str, tuple[Outcome, ...]]:
-    try:
+def _candidate_container(base: Container, declaration: CandidateDeclaration, tally: RetryTally) -> Container:
+    """The wiring of one candidate: its own settings, its LLM retries counted in `tally`, and its
+    HTTP clients opened among the run's (base's), so that they close when the run ends."""
+    container = Container(settings=_candidate_settings(base.settings(), declaration))
+    container.llm_retry_tally.override(providers.Object(tally))
+    container.http_clients.override(base.http_clients)
+    return container
+
+
+async def _evaluate(run: Evaluation, base: Container) -> dict[str, tuple[Outcome, ...]]:
+    async with base.http_clients():  # the candidates' search clients: replayed evidence opened none
         return await evaluate(run)
-    finally:
-        # Only the search clients the run used: replayed evidence has none to close.
-        for source in {id(c.evidence): c.evidence for c in run.candidates}.values():
-            if isinstance(source, LiveEvidence) and isinstance(source.search, Closable):
-                await source.search.aclose()
 
 
 def _candidate_settings(base: Settings, declaration: CandidateDeclaration) -> Settings:
@@ -219,4 +222,4 @@ def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain], base: Con
                                  f"({kind}); is FIRMSIFT_DATABASE_URL right and migrated "
                                  f"(`firmsift db upgrade`)?") from None
     finally:
-        base.engine().dispose()
+        base.shutdown_resources()

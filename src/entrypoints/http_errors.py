@@ -14,7 +14,6 @@ from firmsift.domain.errors import (
     InvalidRequest,
     JobNotFound,
     QueueUnavailable,
-    Rejection,
     TooManyDomains,
     UnknownClassifier,
 )

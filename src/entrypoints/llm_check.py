@@ -16,7 +16,6 @@ from firmsift.adapters.llm_endpoint import api_base_host, is_local_api_base
 from firmsift.domain.model import ResultStatus
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
-from firmsift.ports.closable import Closable
 from firmsift.services.asking import ask_llm
 
 if TYPE_CHECKING:
@@ -74,12 +73,8 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
 
 
 async def _ask(llm: LLM, classifier: Classifier, domain: str) -> tuple[Answer, Completion | None]:
-    try:
-        return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
-                             marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
-    finally:
-        if isinstance(llm, Closable):
-            await llm.aclose()
+    return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
+                         marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
 
 
 def _tokens(completion: Completion) -> str:

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from firmsift.adapters.classifier_files import ClassifierFileError, load_catalog
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.adapters.memory_providers import ScriptedLLM
 from firmsift.domain.model import Job, JobStatus, KnownCompany, Source
 from firmsift.domain.prompt import answer_schema
-from firmsift.services.process import JobDependencies, process_job
+from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.settings import Settings
+from firmsift.services.process import process_job
 
 B2B = '''
 name = "b2b_saas"
@@ -39,10 +40,10 @@ def test_a_new_classifier_needs_only_a_file(tmp_path: Path) -> None:
     assert set(catalog) == {"cpg", "b2b_saas"}
     assert answer_schema(catalog["b2b_saas"])["required"][0] == "is_b2b_saas"
 
-    store = InMemoryStore()
+    container = in_memory_container(Settings(classifiers_dir=tmp_path, llm_concurrency=1))
     llm = ScriptedLLM('{"is_b2b_saas": "yes", "confidence": 4, "reasoning": "Sells CRM software."}')
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                           catalog=catalog, llm_slots=asyncio.Semaphore(1))
+    container.llm.override(llm)
+    store, deps = container.store(), container.job_dependencies()
 
     async def run() -> Job | None:
         await store.create_job(Job(id="j", classifier="b2b_saas", status=JobStatus.PENDING,

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from firmsift.adapters.firmsift_api_client import HttpJobsApi
 from firmsift.entrypoints.classify_client import OrderedClassifier
 from firmsift.entrypoints.classify_command import run_classify
-from firmsift.entrypoints.commands import CommandError
 from firmsift.entrypoints.classify_rows import CsvRowWriter, Row, answer_column_names, read_row
+from firmsift.entrypoints.commands import CommandError
 from firmsift.ports.jobs_api import ClientError
 from tests.support.fake_api_server import FakeApi
 

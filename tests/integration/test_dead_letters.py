@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
-from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryReplyPublisher
 from firmsift.adapters.sql_engine import make_engine
@@ -19,9 +19,11 @@ from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.worker import Worker
+from firmsift.ports.queue import ReplyPublisher
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
-from firmsift.services.process import JobDependencies
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 
@@ -31,14 +33,15 @@ pytestmark = pytest.mark.anyio
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'
 
 
-def worker_on(work: SqlQueue, replies, store: SqlStore, dead: SqlQueue, llm: ScriptedLLM | None = None) -> Worker:  # noqa: ANN001
-    """A worker of one job at a time on these queues, checking the dead-letter queue every 50 ms."""
-    return Worker(work, replies,
-                  JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                  llm=llm or ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(2)),
-                  WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1,
-                               dead_letter_check_interval=0.05),
-                  dead_letters=dead)
+def worker_on(engine: Engine, work: SqlQueue, dead: SqlQueue, replies: ReplyPublisher,
+              llm: ScriptedLLM | None = None) -> Worker:
+    """The production worker on this database and these queues, asking a scripted LLM: one job at
+    a time, checking the dead-letter queue every 50 ms."""
+    container = Container(settings=Settings(wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
+                                            dead_letter_check_interval=0.05, llm_concurrency=2))
+    container.override_providers(engine=engine, work_queue=work, dead_letters=dead, replies=replies,
+                                 llm=llm or ScriptedLLM(YES), search=StaticSearch())
+    return container.worker()
 
 
 def job(number: int) -> Job:
@@ -54,7 +57,7 @@ async def test_dead_lettered_jobs_fail_reply_and_can_be_redriven(tmp_path: Path)
     dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
     store = SqlStore(engine)
     replies = InMemoryReplyPublisher()
-    worker = worker_on(work, replies, store, dead)
+    worker = worker_on(engine, work, dead, replies)
 
     jobs = [job(n) for n in range(12)]  # more than one receive batch of dead letters
     for each in jobs:
@@ -101,7 +104,7 @@ async def test_a_late_delivery_leaves_a_dead_lettered_job_as_its_caller_was_told
         store = SqlStore(engine)
         replies = InMemoryReplyPublisher()
         llm = ScriptedLLM(YES, delay=0.5)
-        worker = worker_on(work, replies, store, dead, llm)
+        worker = worker_on(engine, work, dead, replies, llm)
         slow = job(1)
         await store.create_job(slow)
         await work.send(json.dumps({"job_id": slow.id}), group_id=slow.id, dedup_id=slow.id)
@@ -149,7 +152,7 @@ async def test_a_redriven_job_s_final_reply_is_not_swallowed_as_a_duplicate(back
         dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
         team = SqlQueue(engine, "team", visibility_timeout=10, max_receives=None, clock=clock)
         store = SqlStore(engine)
-        worker = worker_on(work, SqlReplyPublisher(engine, clock=clock), store, dead)
+        worker = worker_on(engine, work, dead, SqlReplyPublisher(engine, clock=clock))
         failed = job(1)
         await store.create_job(failed)
         await dead.send(json.dumps({"job_id": failed.id}), group_id=failed.id, dedup_id=failed.id)

@@ -18,9 +18,9 @@ from firmsift.adapters.output_modes import FormatMemory
 from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM
 from firmsift.adapters.retrying import RetryingLLM, RetryPolicy
 from firmsift.domain.errors import ProviderError
-from firmsift.ports.providers import LLM, Completion
-from firmsift.entrypoints.container import make_llm
+from firmsift.entrypoints.lazy_adapters import make_llm
 from firmsift.entrypoints.settings import Settings
+from firmsift.ports.providers import LLM, Completion
 from tests.support.fake_llm_server import FakeLLMServer, Reply, load_fixture
 
 pytestmark = pytest.mark.anyio

@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.classifier_files import load_catalog
 from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory_queue import InMemoryReplyPublisher
 from firmsift.adapters.sql_queue import SqlQueue
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.model import Job, JobStatus, ResultStatus
-from firmsift.entrypoints.worker import Worker, WorkerConfig
-from firmsift.services.process import JobDependencies
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.settings import Settings
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.postgres import postgres_engine
 from tests.support.queue_backends import FakeClock
@@ -38,11 +37,12 @@ class Harness:
         self.store = SqlStore(engine)
         self.replies = InMemoryReplyPublisher()
         self.llm = llm
-        self.worker = Worker(self.queue, self.replies,
-                             JobDependencies(jobs=self.store, answers=self.store, known=self.store,
-                                             search=StaticSearch(), llm=llm, catalog=load_catalog(),
-                                             llm_slots=asyncio.Semaphore(1)),  # one domain at a time
-                             WorkerConfig(wait_time=0, visibility_timeout=10, max_job_seconds=60, max_jobs=1))
+        # The production worker on this database, asking one domain at a time.
+        container = Container(settings=Settings(wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
+                                                llm_concurrency=1))
+        container.override_providers(engine=engine, work_queue=self.queue, replies=self.replies, llm=llm,
+                                     search=StaticSearch())
+        self.worker = container.worker()
 
     async def submit(self, *domains: str) -> str:
         job_id = "11111111-1111-4111-8111-000000000001"

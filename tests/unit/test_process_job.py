@@ -1,7 +1,8 @@
-"""process_job on in-memory fakes: cheapest path first, LLM calls counted, failures isolated."""
+"""process_job on the in-memory graph: cheapest path first, LLM calls counted, failures isolated."""
 
 import asyncio
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,10 @@ from firmsift.adapters.memory_queue import InMemoryQueue
 from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.settings import Settings
+from firmsift.ports.providers import Search
 from firmsift.ports.queue import QueueMessage
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, fail_dead_lettered, redrive_dead_lettered
 from firmsift.services.process import JobDependencies, process_job
@@ -20,13 +25,25 @@ NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
 
 
-def make(llm: ScriptedLLM | None = None, search: StaticSearch | None = None, llm_slots: int = 4):
-    store = InMemoryStore()
-    deps = JobDependencies(
-        jobs=store, answers=store, known=store, search=search or StaticSearch(), llm=llm or ScriptedLLM(YES),
-        catalog=load_catalog(), llm_slots=asyncio.Semaphore(llm_slots), now=lambda: NOW,
-    )
-    return store, deps
+def graph(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slots: int = 4,
+          store: InMemoryStore | None = None) -> Container:
+    """The in-memory graph, asking `llm` (YES to everything unless given) and searching with `search`."""
+    container = in_memory_container(Settings(llm_concurrency=llm_slots))
+    container.llm.override(llm or ScriptedLLM(YES))
+    if search is not None:
+        container.search.override(search)
+    if store is not None:
+        container.store.override(store)
+    return container
+
+
+def make(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slots: int = 4,
+         store: InMemoryStore | None = None,
+         **overrides: Any) -> tuple[InMemoryStore, JobDependencies, ScriptedLLM]:
+    """The graph's store, a worker's JobDependencies (its clock stopped at NOW, and as
+    `overrides` say otherwise) and the scripted LLM it asks."""
+    container = graph(llm, search, llm_slots, store)
+    return container.store(), container.job_dependencies(now=lambda: NOW, **overrides), container.llm()
 
 
 async def add_job(store: InMemoryStore, *domains: str, job_id: str = "job-1") -> None:
@@ -40,7 +57,7 @@ def cached(domain: str, confidence: int, age_days: float, status: ResultStatus =
 
 
 async def test_uncached_domains_cost_one_llm_call_each_and_are_cached() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await add_job(store, "a.com", "b.com")
     job = await process_job("job-1", deps)
     assert job is not None and job.status is JobStatus.DONE
@@ -48,60 +65,60 @@ async def test_uncached_domains_cost_one_llm_call_each_and_are_cached() -> None:
         ("a.com", ResultStatus.DONE, True, 5, Source.LLM),
         ("b.com", ResultStatus.DONE, True, 5, Source.LLM),
     ]
-    assert len(deps.llm.history) == 2
+    assert len(llm.history) == 2
     stored = store.answers[("a.com", "cpg")]
     assert stored.model == "scripted-model" and stored.prompt_version == deps.catalog["cpg"].prompt_version
     assert stored.evidence[0].url == "https://a.com/about"
 
 
 async def test_fresh_cached_answer_costs_no_llm_call() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     store.answers[("a.com", "cpg")] = cached("a.com", 4, age_days=59)
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].source is Source.CACHE and job.results[0].reason == "old"
-    assert deps.llm.history == []
+    assert llm.history == []
 
 
 @pytest.mark.parametrize(("confidence", "age"), [(4, 60), (3, 30), (1, 0)])
 async def test_stale_or_unsure_cache_is_asked_again(confidence: int, age: float) -> None:
-    store, deps = make()
+    store, deps, llm = make()
     store.answers[("a.com", "cpg")] = cached("a.com", confidence, age_days=age)
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].source is Source.LLM
-    assert len(deps.llm.history) == 1
+    assert len(llm.history) == 1
 
 
 async def test_an_answer_to_an_older_prompt_is_asked_again() -> None:
     from dataclasses import replace
 
-    store, deps = make()
+    store, deps, llm = make()
     store.answers[("a.com", "cpg")] = replace(cached("a.com", 5, age_days=1), prompt_version="cpg-old")
     await add_job(store, "a.com")
     await process_job("job-1", deps)
-    assert len(deps.llm.history) == 1
+    assert len(llm.history) == 1
 
 
 async def test_failed_cache_entry_is_never_reused() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     store.answers[("a.com", "cpg")] = cached("a.com", 5, age_days=0, status=ResultStatus.FAILED)
     await add_job(store, "a.com")
     await process_job("job-1", deps)
-    assert len(deps.llm.history) == 1
+    assert len(llm.history) == 1
 
 
 async def test_known_company_and_its_subdomains_cost_no_llm_call() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await store.upsert_known([KnownCompany("unilever.com", "Unilever")])
     await add_job(store, "unilever.com", "shop.unilever.com")
     job = await process_job("job-1", deps)
     assert [(r.answer, r.confidence, r.source) for r in job.results] == [(True, 5, Source.KNOWN_COMPANY)] * 2
-    assert deps.llm.history == []
+    assert llm.history == []
 
 
 async def test_redelivery_after_partial_run_only_asks_for_unfinished_domains() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await add_job(store, "a.com", "b.com", "c.com")
     done = Answer(domain="a.com", classifier="cpg", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
                   answer=True, confidence=5)
@@ -109,14 +126,14 @@ async def test_redelivery_after_partial_run_only_asks_for_unfinished_domains() -
     await store.set_job_status("job-1", JobStatus.RUNNING)  # the crashed worker got this far
     job = await process_job("job-1", deps)
     assert job.status is JobStatus.DONE
-    assert deps.llm.calls_about("a.com") == 0
-    assert deps.llm.calls_about("b.com") == 1 and deps.llm.calls_about("c.com") == 1
+    assert llm.calls_about("a.com") == 0
+    assert llm.calls_about("b.com") == 1 and llm.calls_about("c.com") == 1
 
 
 async def test_one_failing_domain_does_not_fail_the_job() -> None:
     llm = ScriptedLLM(YES)
     llm.enqueue(ProviderError("HTTP 500 from provider"), "no json here", '{"is_cpg": "perhaps", "confidence": 3}')
-    store, deps = make(llm=llm, llm_slots=1)
+    store, deps, _ = make(llm=llm, llm_slots=1)
     await add_job(store, "a.com", "b.com", "c.com", "d.com")
     job = await process_job("job-1", deps)
     assert job.status is JobStatus.DONE
@@ -129,24 +146,24 @@ async def test_one_failing_domain_does_not_fail_the_job() -> None:
 
 
 async def test_a_job_whose_every_domain_failed_is_failed() -> None:
-    store, deps = make(llm=ScriptedLLM(ProviderError("down")))
+    store, deps, _ = make(llm=ScriptedLLM(ProviderError("down")))
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.status is JobStatus.FAILED
 
 
 async def test_search_failure_still_asks_without_evidence_and_says_why() -> None:
-    store, deps = make(search=StaticSearch(failure=ProviderError("searxng: could not resolve host")))
+    store, deps, llm = make(search=StaticSearch(failure=ProviderError("searxng: could not resolve host")))
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].status is ResultStatus.DONE and job.results[0].evidence == ()
-    assert "no evidence could be gathered" in deps.llm.history[0].user
+    assert "no evidence could be gathered" in llm.history[0].user
     assert job.results[0].evidence_status == "none: searxng: could not resolve host"
     assert store.answers[("a.com", "cpg")].evidence_status == "none: searxng: could not resolve host"
 
 
 async def test_the_evidence_status_says_found_or_nothing_found_and_is_reused_with_the_cache() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await add_job(store, "a.com")
     await process_job("job-1", deps)
     await add_job(store, "a.com", job_id="job-2")
@@ -157,14 +174,14 @@ async def test_the_evidence_status_says_found_or_nothing_found_and_is_reused_wit
         async def gather(self, domain: str) -> list[Evidence]:
             return []
 
-    store, deps = make(search=NothingFound())
+    store, deps, _ = make(search=NothingFound())
     await add_job(store, "b.com")
     job = await process_job("job-1", deps)
     assert job.results[0].evidence_status == "none: the search found nothing"
 
 
 async def test_a_known_company_needs_no_search_and_has_no_evidence_status() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await store.upsert_known([KnownCompany("a.com", "A")])
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
@@ -172,21 +189,21 @@ async def test_a_known_company_needs_no_search_and_has_no_evidence_status() -> N
 
 
 async def test_unknown_job_returns_none() -> None:
-    _store, deps = make()
+    _store, deps, _llm = make()
     assert await process_job("nope", deps) is None
 
 
 async def test_finished_job_is_not_processed_again() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await add_job(store, "a.com")
     await process_job("job-1", deps)
     await process_job("job-1", deps)
-    assert len(deps.llm.history) == 1
+    assert len(llm.history) == 1
 
 
 async def test_llm_concurrency_is_capped_worker_wide() -> None:
     llm = ScriptedLLM(YES, delay=0.02)
-    store, deps = make(llm=llm, llm_slots=3)
+    store, deps, _ = make(llm=llm, llm_slots=3)
     for n in range(4):
         await add_job(store, *(f"d{n}-{i}.com" for i in range(10)), job_id=f"job-{n}")
     await asyncio.gather(*(process_job(f"job-{n}", deps) for n in range(4)))
@@ -196,7 +213,7 @@ async def test_llm_concurrency_is_capped_worker_wide() -> None:
 
 async def test_two_jobs_needing_the_same_domain_at_once_share_one_llm_call() -> None:
     llm = ScriptedLLM(YES, delay=0.05)
-    store, deps = make(llm=llm)
+    store, deps, _ = make(llm=llm)
     await add_job(store, "same.com", job_id="job-a")
     await add_job(store, "same.com", job_id="job-b")
     jobs = await asyncio.gather(process_job("job-a", deps), process_job("job-b", deps))
@@ -205,26 +222,20 @@ async def test_two_jobs_needing_the_same_domain_at_once_share_one_llm_call() -> 
 
 
 async def test_evidence_is_delimited_by_an_unpredictable_marker() -> None:
-    store, deps = make()
+    store, deps, llm = make()
     await add_job(store, "a.com", "b.com")
     await process_job("job-1", deps)
-    users = [call.user for call in deps.llm.history]
+    users = [call.user for call in llm.history]
     markers = {line for u in users for line in u.splitlines() if line.startswith("<<<EVIDENCE ")}
     assert len(markers) == 2  # one fresh marker per prompt
 
 
 async def test_two_workers_needing_the_same_domain_at_once_share_one_llm_call() -> None:
-    from firmsift.adapters.memory_leases import InMemoryLeases
-
     llm = ScriptedLLM(YES, delay=0.1)
-    store, first = make(llm=llm)
-    leases = InMemoryLeases()
-    first.leases = leases
-    first.lease_poll_seconds = 0.01
-    # A second worker: its own single flight, the same database (store) and leases.
-    second = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                             catalog=first.catalog, llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
-                             leases=leases, lease_poll_seconds=0.01)
+    container = graph(llm)
+    store, leases = container.store(), container.leases()
+    # Two workers: each its own single flight, the same database (store) and leases.
+    first, second = (container.job_dependencies(now=lambda: NOW, lease_poll_seconds=0.01) for _ in range(2))
     await add_job(store, "shared.com", "a-only.com", job_id="job-a")
     await add_job(store, "shared.com", "b-only.com", job_id="job-b")
     done_a, done_b = await asyncio.gather(process_job("job-a", first), process_job("job-b", second))
@@ -235,15 +246,11 @@ async def test_two_workers_needing_the_same_domain_at_once_share_one_llm_call() 
 
 
 async def test_a_lapsed_lease_of_a_dead_worker_does_not_block_the_domain() -> None:
-    from firmsift.adapters.memory_leases import InMemoryLeases
-
-    store, deps = make()
-    deps.leases = InMemoryLeases()
+    store, deps, llm = make(lease_poll_seconds=0.01)
     await deps.leases.acquire("a.com", "cpg", "dead-worker", ttl_seconds=0.05)
-    deps.lease_poll_seconds = 0.01
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
-    assert job.results[0].source is Source.LLM and len(deps.llm.history) == 1
+    assert job.results[0].source is Source.LLM and len(llm.history) == 1
 
 
 class _AnsweredMeanwhile(InMemoryStore):
@@ -264,13 +271,9 @@ class _AnsweredMeanwhile(InMemoryStore):
 
 @pytest.mark.parametrize("with_leases", [True, False])
 async def test_an_answer_stored_by_another_worker_after_the_cache_look_is_not_asked_again(with_leases: bool) -> None:
-    from firmsift.adapters.memory_leases import InMemoryLeases
-
-    store = _AnsweredMeanwhile(cached("late.com", 5, 0))
-    llm = ScriptedLLM(YES)
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                           catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW,
-                           leases=InMemoryLeases() if with_leases else None)
+    container = graph(store=_AnsweredMeanwhile(cached("late.com", 5, 0)))
+    store, llm = container.store(), container.llm()
+    deps = container.job_dependencies(now=lambda: NOW, leases=container.leases() if with_leases else None)
     await add_job(store, "late.com")
     job = await process_job("job-1", deps)
     assert llm.calls_about("late.com") == 0
@@ -294,7 +297,7 @@ POISON = '{"is_cpg": true, "confidence": 4, "reasoning": "Crisps \\u0000 and \\u
 
 async def test_a_poison_answer_and_evidence_are_stored_cleaned_and_paid_for_once() -> None:
     llm = ScriptedLLM(YES, by_domain={"poison.com": POISON})
-    store, deps = make(llm=llm, search=_PoisonSearch())
+    store, deps, _ = make(llm=llm, search=_PoisonSearch())
     await add_job(store, "poison.com", "a.com")
     job = await process_job("job-1", deps)
     assert job.status is JobStatus.DONE
@@ -312,7 +315,7 @@ async def test_a_poison_answer_and_evidence_are_stored_cleaned_and_paid_for_once
 
 async def test_a_provider_error_quoting_poison_fails_its_domain_with_a_storable_error() -> None:
     llm = ScriptedLLM(YES, by_domain={"bad.com": ProviderError("HTTP 400: unexpected '\x00' at \ud800")})
-    store, deps = make(llm=llm)
+    store, deps, _ = make(llm=llm)
     await add_job(store, "bad.com", "a.com")
     job = await process_job("job-1", deps)
     assert job.result_for("bad.com").error == "LLM call failed: HTTP 400: unexpected '\ufffd' at \ufffd"
@@ -322,7 +325,7 @@ async def test_a_provider_error_quoting_poison_fails_its_domain_with_a_storable_
 async def test_a_result_the_store_refuses_fails_its_domain_alone_and_is_not_redone() -> None:
     """Whatever slipped past the cleaning (here a known company's name written by an older
     version): its domain fails with a clear error, its siblings are stored, the job finishes."""
-    store, deps = make()
+    store, deps, llm = make()
     store.companies["odd.com"] = KnownCompany("odd.com", "Odd\x00 Foods")
     await add_job(store, "odd.com", "a.com", "b.com")
     job = await process_job("job-1", deps)
@@ -331,12 +334,12 @@ async def test_a_result_the_store_refuses_fails_its_domain_alone_and_is_not_redo
     assert odd.status is ResultStatus.FAILED and odd.source is Source.KNOWN_COMPANY
     assert odd.error == "the answer could not be stored: the reason of odd.com holds a NUL character"
     assert [job.result_for(d).status for d in ("a.com", "b.com")] == [ResultStatus.DONE] * 2
-    assert len(deps.llm.history) == 2
+    assert len(llm.history) == 2
 
 
 async def test_a_shared_call_that_failed_is_reported_as_the_llm_failure_never_as_cache() -> None:
     llm = ScriptedLLM(ProviderError("timed out"), delay=0.05)
-    store, deps = make(llm=llm)
+    store, deps, _ = make(llm=llm)
     await add_job(store, "same.com", job_id="job-a")
     await add_job(store, "same.com", job_id="job-b")
     jobs = await asyncio.gather(process_job("job-a", deps), process_job("job-b", deps))
@@ -356,7 +359,7 @@ async def test_a_late_delivery_cannot_turn_a_dead_lettered_job_done() -> None:
     """The job is dead-lettered (FAILED, caller told) while a stale delivery still waits for the
     LLM; when the answer comes, the job stays as the caller was told and the answer is cached."""
     llm = ScriptedLLM(YES, delay=0.3)
-    store, deps = make(llm=llm)
+    store, deps, _ = make(llm=llm)
     await add_job(store, "slow.com", "other.com")
     late = asyncio.create_task(process_job("job-1", deps))
     await _until(lambda: llm.in_flight == 2)
@@ -391,10 +394,7 @@ class _DeadLetteredAfterFirstLook(InMemoryStore):
 
 
 async def test_a_job_dead_lettered_before_its_delivery_starts_running_is_left_failed() -> None:
-    store = _DeadLetteredAfterFirstLook()
-    llm = ScriptedLLM(YES)
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(), llm=llm,
-                           catalog=load_catalog(), llm_slots=asyncio.Semaphore(4), now=lambda: NOW)
+    store, deps, llm = make(store=_DeadLetteredAfterFirstLook())
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert (job.status, job.error) == (JobStatus.FAILED, DEAD_LETTER_ERROR) and llm.history == []

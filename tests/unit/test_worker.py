@@ -1,21 +1,24 @@
-"""The queue consumer on in-memory fakes: acknowledge only after success, replies, poison messages."""
+"""The queue consumer, as the in-memory container builds it: acknowledge only after success,
+replies, poison messages."""
 
 import asyncio
 import contextlib
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.memory_queue import InMemoryQueue, InMemoryReplyPublisher
+from firmsift.adapters.memory_providers import ScriptedLLM
+from firmsift.adapters.memory_queue import InMemoryQueue
 from firmsift.adapters.memory_store import InMemoryStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.worker import Worker, WorkerConfig
-from firmsift.services.process import JobDependencies
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.worker import Worker
 from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
@@ -23,17 +26,19 @@ NOW = datetime(2026, 11, 29, tzinfo=timezone.utc)
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Snacks."}'
 
 
+def in_memory(llm: ScriptedLLM, **settings: Any) -> Container:
+    """The in-memory graph, its worker polling without waiting and answering with `llm`."""
+    container = in_memory_container(Settings(wait_time=0, llm_concurrency=4, **settings))
+    container.llm.override(llm)
+    return container
+
+
 @pytest.fixture
 def parts():
-    store = InMemoryStore()
     clock = FakeClock()
-    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=3, clock=clock)
-    replies = InMemoryReplyPublisher()
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
-                           llm=ScriptedLLM(YES), catalog=load_catalog(), llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, replies, deps,
-                    WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=2))
-    return store, queue, replies, worker, clock
+    container = in_memory(ScriptedLLM(YES), visibility_timeout=30, max_job_seconds=60, worker_jobs=2)
+    container.work_queue.override(InMemoryQueue("jobs", visibility_timeout=30, max_receives=3, clock=clock))
+    return container.store(), container.work_queue(), container.replies(), container.worker(), clock
 
 
 async def add_job(store: InMemoryStore, queue: InMemoryQueue, job_id: str, reply_queue: str | None = None) -> None:
@@ -135,13 +140,9 @@ async def test_worker_runs_jobs_until_stopped(parts) -> None:
 async def test_a_slow_job_keeps_its_message_hidden_until_it_is_done() -> None:
     """The heartbeat: with a 0.3 s visibility timeout and a 1 s LLM call, a second worker polling
     the same queue never gets the message while the first still works on it."""
-    store = InMemoryStore()
-    queue = InMemoryQueue("jobs", visibility_timeout=0.3, max_receives=10)
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
-                           llm=ScriptedLLM(YES, delay=1.0), catalog=load_catalog(),
-                           llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, InMemoryReplyPublisher(), deps,
-                    WorkerConfig(wait_time=0, visibility_timeout=0.3, max_job_seconds=60, max_jobs=1))
+    container = in_memory(ScriptedLLM(YES, delay=1.0), visibility_timeout=0.3, max_receives=10, max_job_seconds=60,
+                          worker_jobs=1)
+    store, queue, worker = container.store(), container.work_queue(), container.worker()
     await add_job(store, queue, "slow-job")
     [message] = await queue.receive()
     handling = asyncio.create_task(worker.handle(message))
@@ -155,13 +156,9 @@ async def test_a_slow_job_keeps_its_message_hidden_until_it_is_done() -> None:
 
 
 async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> None:
-    store = InMemoryStore()
-    queue = InMemoryQueue("jobs", visibility_timeout=0.3, max_receives=10)
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
-                           llm=ScriptedLLM(YES, delay=30), catalog=load_catalog(),
-                           llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, InMemoryReplyPublisher(), deps,
-                    WorkerConfig(wait_time=0, visibility_timeout=0.3, max_job_seconds=0.6, max_jobs=1))
+    container = in_memory(ScriptedLLM(YES, delay=30), visibility_timeout=0.3, max_receives=10, max_job_seconds=0.6,
+                          worker_jobs=1)
+    store, queue, worker = container.store(), container.work_queue(), container.worker()
     await add_job(store, queue, "hung-job")
     [message] = await queue.receive()
     handling = asyncio.create_task(worker.handle(message))
@@ -178,14 +175,9 @@ async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> N
 
 @pytest.mark.parametrize(("llm_delay", "finished"), [(0.1, True), (5.0, False)])
 async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_delay: float, finished: bool) -> None:
-    store = InMemoryStore()
-    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=10)
-    deps = JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
-                           llm=ScriptedLLM(YES, delay=llm_delay), catalog=load_catalog(),
-                           llm_slots=asyncio.Semaphore(4))
-    worker = Worker(queue, InMemoryReplyPublisher(), deps,
-                    WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=2,
-                                 shutdown_grace=0.5))
+    container = in_memory(ScriptedLLM(YES, delay=llm_delay), visibility_timeout=30, max_receives=10,
+                          max_job_seconds=60, worker_jobs=2, shutdown_grace_seconds=0.5)
+    store, queue, worker = container.store(), container.work_queue(), container.worker()
     await add_job(store, queue, "job-1")
     stop = asyncio.Event()
     run = asyncio.create_task(worker.run(stop))
@@ -208,16 +200,11 @@ async def test_a_late_delivery_after_a_redrive_sends_no_reply_for_the_unfinished
     the stale delivery end: it must not reply with PENDING. The redriven delivery replies DONE."""
     from firmsift.services.dead_letters import redrive_dead_lettered
 
-    store = InMemoryStore()
-    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=10)
-    dead = InMemoryQueue("jobs-dlq", visibility_timeout=30, max_receives=None)
-    replies = InMemoryReplyPublisher()
     llm = ScriptedLLM(YES, delay=0.3)
-    worker = Worker(queue, replies, JobDependencies(jobs=store, answers=store, known=store, search=StaticSearch(),
-                                                    llm=llm, catalog=load_catalog(), llm_slots=asyncio.Semaphore(4)),
-                    WorkerConfig(wait_time=0, visibility_timeout=30, max_job_seconds=60, max_jobs=1,
-                                 dead_letter_check_interval=0.01),
-                    dead_letters=dead)
+    container = in_memory(llm, visibility_timeout=30, max_receives=10, max_job_seconds=60, worker_jobs=1,
+                          dead_letter_check_interval=0.01)
+    store, queue, replies, worker = container.store(), container.work_queue(), container.replies(), container.worker()
+    dead = container.dead_letters()
     await add_job(store, queue, "job-1", reply_queue="team")
     [stale] = await queue.receive()
     late = asyncio.create_task(worker.handle(stale))

@@ -1,0 +1,113 @@
+"""Adapters the container builds on demand, importing their SDKs (litellm, httpx, tldextract,
+boto3) only then: a process that never asks for one does not pay its seconds and megabytes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
+
+from firmsift.adapters.llm_endpoint import is_local_api_base
+from firmsift.entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from firmsift.adapters.brave_search import BraveSearch
+    from firmsift.adapters.homepage_search import HomepageSearch
+    from firmsift.adapters.searxng_search import SearxngSearch
+    from firmsift.adapters.tavily_search import TavilySearch
+    from firmsift.ports.evaluation import Pricing
+    from firmsift.ports.providers import LLM, Search
+    from firmsift.ports.queue import ReplyPublisher, WorkQueue
+
+
+LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
+
+
+def make_llm(settings: Settings) -> LLM:
+    # Imported here, not at the top: litellm costs seconds and ~120 MB, and the API never needs it.
+    from firmsift.adapters.litellm_llm import LiteLLM
+
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    if key is None and settings.llm_api_base and settings.llm_model.startswith("openai/"):
+        # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs no key, but the
+        # OpenAI client refuses to send a request without one.
+        key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
+    # A local server keeps generating for a request its client gave up on: retrying a timeout
+    # there only queues the retry behind the abandoned work (see LiteLLM).
+    return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
+                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
+                   response_format=settings.llm_response_format,
+                   retry_timeouts=not is_local_api_base(settings.llm_api_base))
+
+
+def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
+    from firmsift.adapters.litellm_pricing import LitellmPricing  # imports litellm: only when prices are asked
+
+    return LitellmPricing(overrides)
+
+
+def make_search(settings: Settings, clients: contextlib.AsyncExitStack) -> Search:
+    """The configured search provider. Its HTTP client is opened on first use, on the event loop
+    that uses it, and closed when `clients` closes (see Container.http_clients)."""
+    search = _search_adapter(settings)
+    clients.push_async_callback(search.aclose)
+    return search
+
+
+def _search_adapter(settings: Settings) -> HomepageSearch | SearxngSearch | TavilySearch | BraveSearch:
+    """The adapter of the configured provider; Settings has already checked its URL or key is set."""
+
+    # Imported here: only a worker searches, and the API process must stay small (httpx, tldextract).
+    from firmsift.adapters.brave_search import BraveSearch
+    from firmsift.adapters.homepage_search import HomepageSearch
+    from firmsift.adapters.searxng_search import SearxngSearch
+    from firmsift.adapters.tavily_search import TavilySearch
+
+    def secret(value: SecretStr | None) -> str:
+        return value.get_secret_value() if value else ""
+
+    common = {"timeout": settings.search_timeout, "max_results": settings.search_max_results}
+    if settings.search_provider == "searxng":
+        return SearxngSearch(settings.searxng_url or "", **common)
+    if settings.search_provider == "tavily":
+        return TavilySearch(secret(settings.tavily_api_key), base_url=settings.tavily_base_url, **common)
+    if settings.search_provider == "brave":
+        return BraveSearch(secret(settings.brave_api_key), base_url=settings.brave_base_url, **common)
+    # Per request search_timeout; the whole fetch (both schemes, every redirect) within the
+    # search deadline, so the homepage obeys the same settings as the search APIs.
+    return HomepageSearch(timeout=settings.search_timeout, total_timeout=settings.search_deadline,
+                          allow_private_addresses=settings.homepage_allow_private_addresses)
+
+
+# SQS adapters are imported only when the SQS backend is chosen: boto3 costs time and memory.
+def open_sqs_client(settings: Settings) -> Iterator[object]:
+    """The boto3 SQS client, for the Resource provider: closed when the container's resources are shut down."""
+    from firmsift.adapters.sqs_client import make_sqs_client
+
+    client = make_sqs_client(endpoint_url=settings.sqs_endpoint_url, region=settings.aws_region)
+    yield client
+    client.close()
+
+
+def make_sqs_queue(client: object, queue: str, visibility_timeout: float) -> WorkQueue:
+    """A work queue on SQS; also the dead-letter queue, which workers drain into FAILED jobs."""
+    from firmsift.adapters.sqs_queue import SqsQueue
+
+    return SqsQueue(client, queue, visibility_timeout=visibility_timeout)
+
+
+def make_sqs_replies(client: object) -> ReplyPublisher:
+    from firmsift.adapters.sqs_queue import SqsReplyPublisher
+
+    return SqsReplyPublisher(client)
+
+
+def ensure_declared_queues(client: object, settings: Settings, *, apply: bool) -> list[str]:
+    """Create or update the queues declared in settings.queues_file (apply) or report drift."""
+    from firmsift.adapters.sqs_queue_spec import ensure_queues, load_queue_spec, queue_drift
+
+    spec = load_queue_spec(settings.queues_file)
+    return ensure_queues(client, spec) if apply else queue_drift(client, spec)

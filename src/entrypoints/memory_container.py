@@ -1,0 +1,47 @@
+"""The production graph on in-memory adapters: firmsift in one process, with no database, no
+network and no provider account. The unit tests' harness, and a way to read the whole system."""
+
+from __future__ import annotations
+
+from dependency_injector import providers
+
+from firmsift.adapters.memory_keys import InMemoryApiKeys
+from firmsift.adapters.memory_leases import InMemoryLeases
+from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory_queue import InMemoryQueue, InMemoryReplyPublisher
+from firmsift.adapters.memory_readiness import InMemoryReadiness
+from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.settings import Settings
+from firmsift.services.submit import RecordThenPublish
+
+
+def in_memory_container(settings: Settings | None = None) -> Container:
+    """The Container, with its adapters overridden by in-memory ones: store, API keys, work and
+    dead-letter queue, replies, answer leases, readiness, and a scripted LLM and search (that
+    record their calls). Everything above them (the HTTP API, the worker with its retries, rate
+    budgets and metrics, the use-cases) is the production wiring.
+
+    A test that varies one dependency overrides its provider before resolving anything, e.g.
+    `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The database-only providers
+    (engine, migrate, reply_reader) and the SQS ones have no in-memory counterpart.
+    """
+    container = Container(settings=settings or Settings())
+    configured = container.settings.provided
+    container.override_providers(
+        store=providers.Singleton(InMemoryStore),
+        api_keys=providers.Singleton(InMemoryApiKeys),
+        work_queue=providers.Singleton(
+            InMemoryQueue, configured.queue_name, visibility_timeout=configured.visibility_timeout,
+            max_receives=configured.max_receives, dead_letter_queue=configured.dead_letter_queue,
+        ),
+        # Where the in-memory queue moves a message received max_receives times.
+        dead_letters=container.work_queue.provided.dead_letters,
+        intake=providers.Singleton(RecordThenPublish, container.store, container.work_queue),
+        replies=providers.Singleton(InMemoryReplyPublisher),
+        leases=providers.Singleton(InMemoryLeases),
+        readiness=providers.Singleton(InMemoryReadiness, container.intake_outcomes),
+        llm=providers.Singleton(ScriptedLLM),
+        search=providers.Singleton(StaticSearch),
+    )
+    return container

@@ -1,0 +1,45 @@
+"""firmsift end to end in one process, on the in-memory container: the HTTP API with its embedded
+worker (as `firmsift serve` runs them) takes a job, the worker answers it, and the answer is read
+back over HTTP and arrives on the caller's reply queue."""
+
+import json
+import time
+
+from starlette.testclient import TestClient
+
+from firmsift.adapters.memory_providers import ScriptedLLM
+from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.runtime import running_worker
+from firmsift.entrypoints.settings import Settings
+
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
+NO = '{"is_cpg": false, "confidence": 4, "reasoning": "Sells software."}'
+
+
+def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
+    # A short long-poll: the worker wakes on the job at once, and stops within 0.2 s at the end.
+    container = in_memory_container(Settings(wait_time=0.2))
+    llm = ScriptedLLM(YES, by_domain={"crm.example.org": NO})
+    container.llm.override(llm)
+    app = create_app(container, background=lambda: running_worker(container))
+
+    with TestClient(app) as client:
+        assert client.get("/readyz").json()["status"] == "ready"
+        accepted = client.post("/domains/classify", json={"domains": ["Snacks.Example.com", "crm.example.org"]},
+                               headers={"X-Reply-Queue": "team"})
+        assert accepted.status_code == 202, accepted.text
+        location = accepted.headers["location"]
+        for _ in range(500):
+            shown = client.get(location).json()
+            if shown["status"] not in ("PENDING", "RUNNING"):
+                break
+            time.sleep(0.01)
+
+    assert shown["status"] == "DONE"
+    assert [(r["domain"], r["answer"], r["source"]) for r in shown["results"]] == [
+        ("snacks.example.com", True, "llm"), ("crm.example.org", False, "llm")]
+    [reply] = container.replies().published
+    assert reply.queue == "team" and json.loads(reply.body) == shown
+    assert llm.calls_about("snacks.example.com") == llm.calls_about("crm.example.org") == 1
+    assert sorted(container.search().queries) == ["crm.example.org", "snacks.example.com"]

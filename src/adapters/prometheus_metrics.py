@@ -9,7 +9,6 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
-from firmsift.adapters.closes_inner import ClosesInner
 from firmsift.domain.model import DomainResult, Evidence, Job
 from firmsift.ports.providers import LLM, Completion, Search
 from firmsift.ports.queue import QueueMessage, WorkQueue
@@ -67,7 +66,7 @@ def _observed(calls: Counter, seconds: Histogram) -> Iterator[None]:
         seconds.observe(time.perf_counter() - started)
 
 
-class MeteredLLM(ClosesInner):
+class MeteredLLM:
     """An LLM that counts and times every call of the one it wraps."""
 
     def __init__(self, llm: LLM, metrics: Metrics) -> None:
@@ -80,7 +79,7 @@ class MeteredLLM(ClosesInner):
             return await self.inner.complete(system, user, json_schema=json_schema)
 
 
-class MeteredSearch(ClosesInner):
+class MeteredSearch:
     """A search provider that counts and times every call of the one it wraps."""
 
     def __init__(self, search: Search, metrics: Metrics) -> None:

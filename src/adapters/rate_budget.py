@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from firmsift.adapters.closes_inner import ClosesInner
 from firmsift.adapters.retrying import Sleep
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
@@ -71,7 +70,7 @@ class RateBudget:
         return None
 
 
-class RateLimitedLLM(ClosesInner):
+class RateLimitedLLM:
     """An LLM whose calls each wait for a slot in a RateBudget before reaching the provider."""
 
     def __init__(self, llm: LLM, budget: RateBudget) -> None:
@@ -84,7 +83,7 @@ class RateLimitedLLM(ClosesInner):
             return await self.inner.complete(system, user, json_schema=json_schema)
 
 
-class RateLimitedSearch(ClosesInner):
+class RateLimitedSearch:
     """A search provider whose calls each wait for a slot in a RateBudget (e.g. Brave's 1 per second)."""
 
     def __init__(self, search: Search, budget: RateBudget) -> None:

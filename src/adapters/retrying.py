@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from firmsift.adapters.closes_inner import ClosesInner
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
@@ -167,7 +166,7 @@ class Retrier:
         return delay
 
 
-class RetryingLLM(ClosesInner):
+class RetryingLLM:
     """An LLM whose transient failures (rate limits, timeouts, 5xx, lost connections) are tried
     again under a RetryPolicy. Each attempt keeps the wrapped adapter's own timeout."""
 
@@ -191,7 +190,7 @@ class RetryingLLM(ClosesInner):
         )
 
 
-class RetryingSearch(ClosesInner):
+class RetryingSearch:
     """A search provider whose transient failures are tried again under a RetryPolicy."""
 
     def __init__(

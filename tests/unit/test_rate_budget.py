@@ -110,8 +110,6 @@ async def test_rate_limited_llm_and_search_spend_the_budget_and_keep_their_names
     await search.gather("acme.com")
     await llm.complete("s", "u", json_schema={})
     assert fake.sleeps == [0.5, 0.5]
-    await llm.aclose()
-    await search.aclose()
 
 
 @given(

@@ -33,14 +33,16 @@ def database_url(url: str | URL) -> URL:
     return parsed
 
 
-def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10,
+                sqlite_pool_timeout: float = 2 * SQLITE_BUSY_TIMEOUT) -> Engine:
     """An engine for `url`; nothing connects until the first query. The pool settings apply
-    to PostgreSQL (SQLite files need no pool of their own). InvalidDatabaseUrl for a URL that
-    names no database SQLAlchemy can open."""
+    to PostgreSQL (SQLite files need no pool of their own); a thread waits up to
+    `sqlite_pool_timeout` seconds for a SQLite file's one connection. InvalidDatabaseUrl for a URL
+    that names no database SQLAlchemy can open."""
     parsed = database_url(url)
     with url_errors():
         if parsed.get_backend_name() == "sqlite":
-            return _sqlite_engine(parsed)
+            return _sqlite_engine(parsed, sqlite_pool_timeout)
         # Pre-ping replaces connections the server or a proxy closed while they sat in the pool.
         # Connect and keepalive limits so an unreachable server is an error in seconds, not a hang
         # of minutes while the kernel retries.
@@ -50,7 +52,7 @@ def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10) -
                              connect_args=connect_args)
 
 
-def _sqlite_engine(url: URL) -> Engine:
+def _sqlite_engine(url: URL, pool_timeout: float) -> Engine:
     database = url.database
     pool: dict[str, float] = {}
     if database and database != ":memory:":
@@ -58,7 +60,7 @@ def _sqlite_engine(url: URL) -> Engine:
         # One connection per process: every transaction takes the file's write lock (BEGIN
         # IMMEDIATE), so more connections only make threads wait in SQLite's busy handler, which
         # sleeps in growing steps (up to 100 ms) instead of handing over the moment the lock is free.
-        pool = {"pool_size": 1, "max_overflow": 0, "pool_timeout": 2 * SQLITE_BUSY_TIMEOUT}
+        pool = {"pool_size": 1, "max_overflow": 0, "pool_timeout": pool_timeout}
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT}, **pool)
 
     @event.listens_for(engine, "connect")

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from dependency_injector import providers
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
-from firmsift.adapters.readiness import INTAKE_FAILURE_SECONDS, IntakeOutcomes
-
+from firmsift.adapters.readiness import CHECK_TIMEOUT_SECONDS, INTAKE_FAILURE_SECONDS, IntakeOutcomes
+from firmsift.adapters.sql_engine import make_engine
+from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
@@ -36,7 +38,13 @@ def test_readyz_reports_database_and_queue(container) -> None:
 def test_readyz_is_503_when_the_database_is_gone(tmp_path: Path) -> None:
     folder = tmp_path / "gone"
     folder.mkdir()
-    container = start_container(Settings(database_url=f"sqlite:///{folder / 'db.sqlite'}"))
+    url = f"sqlite:///{folder / 'db.sqlite'}"
+    container = Container(settings=Settings(database_url=url))
+    # Both checks wait for the file's one connection. The one whose connect fails frees it without
+    # waking the other, which waits out the pool timeout (60 s by default) before the client can
+    # close; a pool timeout just over the checks' own leaves /readyz's answer as it was.
+    container.engine.override(providers.Singleton(make_engine, url, sqlite_pool_timeout=CHECK_TIMEOUT_SECONDS + 1))
+    container.migrate()
     with TestClient(create_app(container)) as client:
         container.engine().dispose()
         (folder / "db.sqlite").unlink()

@@ -18,7 +18,7 @@ from firmsift.adapters.sql_migrations import upgrade
 from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql_store import SqlStore
 from firmsift.domain.job_document import job_document
-from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.model import Completion, Job, JobStatus
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker import Worker
@@ -31,6 +31,23 @@ pytestmark = pytest.mark.anyio
 
 
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "ok"}'
+
+
+class HeldLLM(ScriptedLLM):
+    """A scripted LLM whose calls stay in flight until `release` is set: the test, not the speed
+    of a busy machine, decides when an answer comes."""
+
+    def __init__(self, default: str) -> None:
+        super().__init__(default)
+        self.release = asyncio.Event()
+
+    async def complete(self, system: str, user: str, *, json_schema: dict) -> Completion:
+        self.in_flight += 1
+        try:
+            await self.release.wait()
+        finally:
+            self.in_flight -= 1
+        return await super().complete(system, user, json_schema=json_schema)
 
 
 def worker_on(engine: Engine, work: SqlQueue, dead: SqlQueue, replies: ReplyPublisher,
@@ -103,7 +120,7 @@ async def test_a_late_delivery_leaves_a_dead_lettered_job_as_its_caller_was_told
         dead = SqlQueue(engine, work.dead_letter_queue, visibility_timeout=10, max_receives=None, clock=clock)
         store = SqlStore(engine)
         replies = InMemoryReplyPublisher()
-        llm = ScriptedLLM(YES, delay=0.5)
+        llm = HeldLLM(YES)
         worker = worker_on(engine, work, dead, replies, llm)
         slow = job(1)
         await store.create_job(slow)
@@ -125,6 +142,7 @@ async def test_a_late_delivery_leaves_a_dead_lettered_job_as_its_caller_was_told
         stop.set()
         await watcher
         assert llm.in_flight == 1  # the caller was told while the stale delivery still waited
+        llm.release.set()
         await late
 
         shown = job_document(await store.get_job(slow.id))

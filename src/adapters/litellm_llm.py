@@ -9,7 +9,7 @@ from typing import Any
 from firmsift.adapters.litellm_failures import classify, is_transient, provider_message, refuses_output_format
 from firmsift.adapters.litellm_failures import response_headers as _response_headers
 from firmsift.adapters.litellm_offline import litellm
-from firmsift.adapters.litellm_transport import LLM_RESPONSE_LIMITS, handler_for, reads_within_limits
+from firmsift.adapters.litellm_transport import LLM_RESPONSE_LIMITS, handler_for, provider_of, reads_within_limits
 from firmsift.adapters.llm_endpoint import api_base_host, missing_credentials
 from firmsift.adapters.output_modes import FORMAT_MEMORY, FormatMemory, OutputMode, modes_for, response_format
 from firmsift.adapters.retry_after import retry_after_seconds
@@ -60,8 +60,9 @@ class LiteLLM:
         self.host = api_base_host(api_base)
         self._formats = FORMAT_MEMORY if formats is None else formats
         self._key = (model, (api_base or "").rstrip("/"))
-        self._client = handler_for(model, api_base)  # None: litellm's OpenAI client, bounded too
-        if not reads_within_limits(model, api_base):
+        provider = provider_of(model, api_base)
+        self._client = handler_for(provider)  # None: litellm's OpenAI client, bounded too
+        if not reads_within_limits(provider):
             log.warning("litellm reads this provider's answers without a size limit; firmsift bounds them "
                         "(%s bytes) only for the providers it has checked (README, Untrusted content)",
                         f"{LLM_RESPONSE_LIMITS.max_bytes:,}", extra={"model": model})

@@ -6,7 +6,7 @@ litellm reads a provider's answer through one of two clients, by provider:
   every local server configured as `openai/<model>` among them), which reads through the
   process-wide `litellm.aclient_session`, set here on import;
 - litellm's own AsyncHTTPHandler for the providers it speaks to natively (anthropic/, gemini/,
-  ollama/, groq/, ...), which takes a `client` per call: `handler_for(model)` gives the bounded
+  ollama/, groq/, ...), which takes a `client` per call: `handler_for(provider_of(model, api_base))` gives the bounded
   one. Given to a provider on the OpenAI client's path it would break every call, so it is given
   only to the providers listed here, each checked by tests/integration/test_llm_response_limits.py.
 
@@ -61,9 +61,12 @@ def _bounded_client() -> httpx.AsyncClient:
     return bounded_client(LLM_RESPONSE_LIMITS, _litellm_transport, proxy_for=proxies)
 
 
-litellm.aclient_session = _bounded_client()
+# One client for both paths: its transports are per event loop, and neither litellm nor the
+# handler closes a client it was given.
+_CLIENT = _bounded_client()
+litellm.aclient_session = _CLIENT
 _HANDLER = AsyncHTTPHandler()
-_HANDLER.client = _bounded_client()
+_HANDLER.client = _CLIENT
 
 
 def provider_of(model: str, api_base: str | None) -> str | None:
@@ -75,11 +78,12 @@ def provider_of(model: str, api_base: str | None) -> str | None:
         return None
 
 
-def handler_for(model: str, api_base: str | None) -> AsyncHTTPHandler | None:
-    """The bounded handler to pass as `client` for `model`, or None where none must be passed."""
-    return _HANDLER if provider_of(model, api_base) in NATIVE_PROVIDERS else None
+def handler_for(provider: str | None) -> AsyncHTTPHandler | None:
+    """The bounded handler to pass as `client` for a model of `provider` (see provider_of), or
+    None where none must be passed."""
+    return _HANDLER if provider in NATIVE_PROVIDERS else None
 
 
-def reads_within_limits(model: str, api_base: str | None) -> bool:
-    """True when litellm reads `model`'s answers within LLM_RESPONSE_LIMITS."""
-    return provider_of(model, api_base) in OPENAI_CLIENT_PROVIDERS | NATIVE_PROVIDERS
+def reads_within_limits(provider: str | None) -> bool:
+    """True when litellm reads the answers of `provider`'s models within LLM_RESPONSE_LIMITS."""
+    return provider in OPENAI_CLIENT_PROVIDERS | NATIVE_PROVIDERS

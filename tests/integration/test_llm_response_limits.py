@@ -18,6 +18,7 @@ from firmsift.adapters.litellm_transport import (
     LLM_RESPONSE_LIMITS,
     NATIVE_PROVIDERS,
     OPENAI_CLIENT_PROVIDERS,
+    provider_of,
     reads_within_limits,
 )
 from firmsift.domain.errors import FailureCause, ProviderError
@@ -155,7 +156,7 @@ async def test_every_listed_provider_reads_within_limits(
                                                  content_type="application/json", headers={"Content-Encoding": "gzip"}))
     base = server.base_url if provider in ("anthropic", "azure", "gemini", "ollama", "ollama_chat") else f"{server.base_url}/v1"
     llm = LiteLLM(f"{provider}/m", api_base=base, api_key="unused", timeout=30, response_format="text")
-    assert reads_within_limits(llm.model, llm.api_base)
+    assert reads_within_limits(provider_of(llm.model, llm.api_base))
     with pytest.raises(ProviderError) as caught:
         await llm.complete("system", "user", json_schema={"type": "object"})
     assert "the provider answered a body inflating more than 100:1" in str(caught.value)
@@ -163,8 +164,8 @@ async def test_every_listed_provider_reads_within_limits(
 
 
 def test_a_provider_on_neither_list_is_said_to_be_read_unbounded() -> None:
-    assert not reads_within_limits("cohere/command-r", None)
-    assert not reads_within_limits("no-such-model", None)
+    assert not reads_within_limits(provider_of("cohere/command-r", None))
+    assert not reads_within_limits(provider_of("no-such-model", None))
 
 
 def test_a_model_read_unbounded_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:

@@ -6,8 +6,8 @@ litellm reads a provider's answer through one of two clients, by provider:
   every local server configured as `openai/<model>` among them), which reads through the
   process-wide `litellm.aclient_session`, set here on import;
 - litellm's own AsyncHTTPHandler for the providers it speaks to natively (anthropic/, gemini/,
-  ollama/, groq/, ...), which takes a `client` per call: `handler_for(provider_of(model, api_base))` gives the bounded
-  one. Given to a provider on the OpenAI client's path it would break every call, so it is given
+  ollama/, groq/, ...), which takes a `client` per call: `handler_for(provider)` gives the
+  bounded one. Given to a provider on the OpenAI client's path it would break every call, so it is given
   only to the providers listed here, each checked by tests/integration/test_llm_response_limits.py.
 
 Both read through the transport litellm would have used (aiohttp's by default, which asks

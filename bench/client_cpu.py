@@ -14,8 +14,8 @@ from pathlib import Path
 
 import httpx
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.litellm_llm import LiteLLM
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.llm.litellm_llm import LiteLLM
 from firmsift.domain.prompt import answer_schema
 from tests.support.processes import Processes
 

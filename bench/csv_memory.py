@@ -52,7 +52,7 @@ def classify(folder: Path, rows: int, api: str) -> Run:
     write_messy_csv(source, rows)
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "firmsift.entrypoints.cli", "classify", "--csv", str(source), "--column", "website",
+        [sys.executable, "-m", "firmsift.entrypoints.cli.main", "classify", "--csv", str(source), "--column", "website",
          "--api", api, "--batch-size", str(BATCH), "--poll-interval", "0.01", "-o", str(output)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=(folder / f"classify-{rows}.log").open("wb"))
     _pid, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS, in KiB on Linux

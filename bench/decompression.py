@@ -20,9 +20,9 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from firmsift.adapters.homepage_search import HomepageSearch
-from firmsift.adapters.litellm_llm import LiteLLM
-from firmsift.adapters.searxng_search import SearxngSearch
+from firmsift.adapters.search.homepage import HomepageSearch
+from firmsift.adapters.llm.litellm_llm import LiteLLM
+from firmsift.adapters.search.searxng import SearxngSearch
 from firmsift.domain.errors import ProviderError
 from tests.support.compression_bombs import bomb
 from tests.support.fake_search_server import FakeSearchServer, Reply

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from firmsift.adapters.retry_after import retry_after_seconds
+from firmsift.adapters.web.retry_after import retry_after_seconds
 from firmsift.ports.jobs_api import ClientError
 
 MAX_RETRY_AFTER = 60.0  # the longest Retry-After the client waits out before its next attempt

@@ -6,8 +6,8 @@ import logging
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from firmsift.adapters.llm_endpoint import api_base_host
-from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required
+from firmsift.adapters.llm.endpoint import api_base_host
+from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.database_file import describe_database
 from firmsift.entrypoints.settings import Settings
 

@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.completion_cache_file import CompletionCacheFile
-from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
-from firmsift.adapters.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
-from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.files.completion_cache import CompletionCacheFile
+from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
+from firmsift.adapters.decorators.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
+from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import IntakeOutcomes, Readiness
-from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
-from firmsift.adapters.sql_engine import open_engine
-from firmsift.adapters.sql_job_intake import SqlJobIntake
-from firmsift.adapters.sql_keys import SqlApiKeys
-from firmsift.adapters.sql_leases import SqlLeases
-from firmsift.adapters.sql_migrations import upgrade
-from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
-from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.decorators.retrying import RetryingLLM, RetryingSearch, RetryPolicy
+from firmsift.adapters.sql.engine import open_engine
+from firmsift.adapters.sql.job_intake import SqlJobIntake
+from firmsift.adapters.sql.keys import SqlApiKeys
+from firmsift.adapters.sql.leases import SqlLeases
+from firmsift.adapters.sql.migrations import upgrade
+from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.sql.store import SqlStore
 from firmsift.entrypoints.lazy_adapters import (
     ensure_declared_queues,
     make_llm,
@@ -38,7 +38,7 @@ from firmsift.entrypoints.lazy_adapters import (
     open_sqs_client,
 )
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.worker import Worker, WorkerConfig
+from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
 from firmsift.services.process import JobDependencies
 from firmsift.services.submit import RecordThenPublish
 

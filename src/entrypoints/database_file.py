@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firmsift.adapters.sql_engine import database_url
+from firmsift.adapters.sql.engine import database_url
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 
 # The commands that start a service taking jobs, or create the schema on purpose. Any other

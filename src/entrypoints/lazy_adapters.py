@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from firmsift.adapters.llm_endpoint import is_local_api_base
+from firmsift.adapters.llm.endpoint import is_local_api_base
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
-    from firmsift.adapters.brave_search import BraveSearch
-    from firmsift.adapters.homepage_search import HomepageSearch
-    from firmsift.adapters.searxng_search import SearxngSearch
-    from firmsift.adapters.tavily_search import TavilySearch
+    from firmsift.adapters.search.brave import BraveSearch
+    from firmsift.adapters.search.homepage import HomepageSearch
+    from firmsift.adapters.search.searxng import SearxngSearch
+    from firmsift.adapters.search.tavily import TavilySearch
     from firmsift.ports.evaluation import Pricing
     from firmsift.ports.providers import LLM, Search
     from firmsift.ports.queue import ReplyPublisher, WorkQueue
@@ -28,7 +28,7 @@ LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
 
 def make_llm(settings: Settings) -> LLM:
     # Imported here, not at the top: litellm costs seconds and ~120 MB, and the API never needs it.
-    from firmsift.adapters.litellm_llm import LiteLLM
+    from firmsift.adapters.llm.litellm_llm import LiteLLM
 
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     if key is None and settings.llm_api_base and settings.llm_model.startswith("openai/"):
@@ -44,7 +44,7 @@ def make_llm(settings: Settings) -> LLM:
 
 
 def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
-    from firmsift.adapters.litellm_pricing import LitellmPricing  # imports litellm: only when prices are asked
+    from firmsift.adapters.llm.pricing import LitellmPricing  # imports litellm: only when prices are asked
 
     return LitellmPricing(overrides)
 
@@ -61,10 +61,10 @@ def _search_adapter(settings: Settings) -> HomepageSearch | SearxngSearch | Tavi
     """The adapter of the configured provider; Settings has already checked its URL or key is set."""
 
     # Imported here: only a worker searches, and the API process must stay small (httpx, tldextract).
-    from firmsift.adapters.brave_search import BraveSearch
-    from firmsift.adapters.homepage_search import HomepageSearch
-    from firmsift.adapters.searxng_search import SearxngSearch
-    from firmsift.adapters.tavily_search import TavilySearch
+    from firmsift.adapters.search.brave import BraveSearch
+    from firmsift.adapters.search.homepage import HomepageSearch
+    from firmsift.adapters.search.searxng import SearxngSearch
+    from firmsift.adapters.search.tavily import TavilySearch
 
     def secret(value: SecretStr | None) -> str:
         return value.get_secret_value() if value else ""
@@ -85,7 +85,7 @@ def _search_adapter(settings: Settings) -> HomepageSearch | SearxngSearch | Tavi
 # SQS adapters are imported only when the SQS backend is chosen: boto3 costs time and memory.
 def open_sqs_client(settings: Settings) -> Iterator[object]:
     """The boto3 SQS client, for the Resource provider: closed when the container's resources are shut down."""
-    from firmsift.adapters.sqs_client import make_sqs_client
+    from firmsift.adapters.sqs.client import make_sqs_client
 
     client = make_sqs_client(endpoint_url=settings.sqs_endpoint_url, region=settings.aws_region)
     yield client
@@ -94,20 +94,20 @@ def open_sqs_client(settings: Settings) -> Iterator[object]:
 
 def make_sqs_queue(client: object, queue: str, visibility_timeout: float) -> WorkQueue:
     """A work queue on SQS; also the dead-letter queue, which workers drain into FAILED jobs."""
-    from firmsift.adapters.sqs_queue import SqsQueue
+    from firmsift.adapters.sqs.queue import SqsQueue
 
     return SqsQueue(client, queue, visibility_timeout=visibility_timeout)
 
 
 def make_sqs_replies(client: object) -> ReplyPublisher:
-    from firmsift.adapters.sqs_queue import SqsReplyPublisher
+    from firmsift.adapters.sqs.queue import SqsReplyPublisher
 
     return SqsReplyPublisher(client)
 
 
 def ensure_declared_queues(client: object, settings: Settings, *, apply: bool) -> list[str]:
     """Create or update the queues declared in settings.queues_file (apply) or report drift."""
-    from firmsift.adapters.sqs_queue_spec import ensure_queues, load_queue_spec, queue_drift
+    from firmsift.adapters.sqs.queue_spec import ensure_queues, load_queue_spec, queue_drift
 
     spec = load_queue_spec(settings.queues_file)
     return ensure_queues(client, spec) if apply else queue_drift(client, spec)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from firmsift.adapters.llm_endpoint import unset_credentials
+from firmsift.adapters.llm.endpoint import unset_credentials
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 
 READINESS_CHECK = "llm"  # the /readyz check of `firmsift serve` whose worker has no credentials

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dependency_injector import providers
 
-from firmsift.adapters.memory_keys import InMemoryApiKeys
-from firmsift.adapters.memory_leases import InMemoryLeases
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.memory_queue import InMemoryQueue, InMemoryReplyPublisher
-from firmsift.adapters.memory_readiness import InMemoryReadiness
-from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.adapters.memory.keys import InMemoryApiKeys
+from firmsift.adapters.memory.leases import InMemoryLeases
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.queue import InMemoryQueue, InMemoryReplyPublisher
+from firmsift.adapters.memory.readiness import InMemoryReadiness
+from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.submit import RecordThenPublish

@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from firmsift.adapters.classifier_files import ClassifierFileError
+from firmsift.adapters.files.classifiers import ClassifierFileError
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
-from firmsift.entrypoints.worker_probe import worker_probe
+from firmsift.entrypoints.worker.probe import worker_probe
 from firmsift.ports.database_errors import InvalidDatabaseUrl
 
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 
 def firmsift(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=timeout)
 
 

@@ -96,7 +96,7 @@ def test_jobs_flow_from_api_to_worker_to_reply_queue(stack: dict) -> None:
     assert sum(llm_calls(stack["llm_log"]).values()) == 16
 
     replies = subprocess.run(
-        [sys.executable, "-m", "firmsift.entrypoints.cli", "replies", "--queue", "team-replies", "--max", "10"],
+        [sys.executable, "-m", "firmsift.entrypoints.cli.main", "replies", "--queue", "team-replies", "--max", "10"],
         capture_output=True, text=True, env={**__import__("os").environ, **processes.env}, timeout=60,
     )
     assert replies.returncode == 0, replies.stderr
@@ -140,8 +140,8 @@ def test_api_process_never_imports_litellm_or_the_search_clients(tmp_path: Path)
     # HTTP clients are a worker's. The process starts the way `firmsift api` does.
     code = (
         "import sys\n"
-        "from firmsift.entrypoints import commands\n"
-        "from firmsift.entrypoints.http_api import create_app\n"
+        "from firmsift.entrypoints.cli import commands\n"
+        "from firmsift.entrypoints.http.app import create_app\n"
         "from firmsift.entrypoints.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
         f"create_app(start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')))\n"

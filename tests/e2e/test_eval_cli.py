@@ -146,7 +146,7 @@ def test_an_interrupted_run_resumes_without_asking_twice(env: dict[str, str], tm
     for domain in ("alpha-snacks.com", "bravo-foods.com", "charlie-bank.com", "delta-retail.com",
                    "echo-drinks.com", "hotel-software.com"):  # slow answers, so the kill lands mid-run
         llm.script(domain, Reply(content='{"is_cpg": true, "confidence": 4, "reasoning": "slow"}', delay=0.3))
-    args = [sys.executable, "-m", "firmsift.entrypoints.cli", "eval", str(LABELS), "--candidates", str(CANDIDATES),
+    args = [sys.executable, "-m", "firmsift.entrypoints.cli.main", "eval", str(LABELS), "--candidates", str(CANDIDATES),
             "--cache", str(tmp_path / "cache.jsonl"), "--output", str(tmp_path / "report"), "--concurrency", "2"]
     run = subprocess.Popen(args, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     cache = tmp_path / "cache.jsonl"
@@ -168,7 +168,7 @@ def test_an_interrupted_run_resumes_without_asking_twice(env: dict[str, str], tm
 def test_ctrl_c_stops_with_exit_130_and_says_how_to_resume(env: dict[str, str], tmp_path: Path,
                                                            llm: FakeLLMServer) -> None:
     llm.script("alpha-snacks.com", Reply(content="{}", delay=30), model="model-a")
-    args = [sys.executable, "-m", "firmsift.entrypoints.cli", "eval", str(LABELS), "--candidates", str(CANDIDATES),
+    args = [sys.executable, "-m", "firmsift.entrypoints.cli.main", "eval", str(LABELS), "--candidates", str(CANDIDATES),
             "--cache", str(tmp_path / "cache.jsonl"), "--output", str(tmp_path / "report")]
     run = subprocess.Popen(args, env={**os.environ, **env, "FIRMSIFT_LLM_TIMEOUT": "60"},
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

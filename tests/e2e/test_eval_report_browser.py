@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
-from firmsift.entrypoints.eval_document import report_document
-from firmsift.entrypoints.eval_report import write_reports
+from firmsift.entrypoints.eval.document import report_document
+from firmsift.entrypoints.eval.report import write_reports
 from firmsift.services.evaluation_run import CandidateSpec
 from tests.support.node_tools import require_node_package
 from tests.support.processes import REPO

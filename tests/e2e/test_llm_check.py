@@ -13,7 +13,7 @@ from tests.support.fake_llm_server import FakeLLMServer, load_fixture
 def llm_check(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     # No provider key from the machine running the tests: each test says what the settings hold.
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FIRMSIFT_", "OPENAI_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", "llm", "check", *args],
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", "llm", "check", *args],
                           capture_output=True, text=True, env={**clean, **env}, timeout=120)
 
 

@@ -69,7 +69,7 @@ def production(tmp_path: Path) -> Iterator[dict]:
 
 
 def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True,
                           text=True, env={**os.environ, **env}, timeout=120)
 
 

@@ -81,7 +81,7 @@ def start(tmp_path: Path, *, prefix: tuple[str, ...] = (), **env: str) -> tuple[
         "FIRMSIFT_LOG_LEVEL": "INFO",
         **env,
     })
-    process = processes.start("api", *prefix, sys.executable, "-m", "firmsift.entrypoints.cli", "api", "--port", "0")
+    process = processes.start("api", *prefix, sys.executable, "-m", "firmsift.entrypoints.cli.main", "api", "--port", "0")
     port = announced_port(process, UVICORN_PORT)
     wait_healthy(f"http://127.0.0.1:{port}", process)
     return processes, Api(process, port)

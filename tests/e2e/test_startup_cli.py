@@ -27,7 +27,7 @@ def no_llm_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def firmsift(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=180)
 
 
@@ -148,7 +148,7 @@ def test_an_unsafe_auth_setting_is_refused_before_any_database_work(tmp_path: Pa
         env = {"FIRMSIFT_AUTH": "off", "FIRMSIFT_DATABASE_WAIT_SECONDS": "60"}
         if url:
             env["FIRMSIFT_DATABASE_URL"] = url
-        result = subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", "api", "--host", "0.0.0.0"],
+        result = subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", "api", "--host", "0.0.0.0"],
                                 capture_output=True, text=True, timeout=50, cwd=tmp_path,
                                 env={k: v for k, v in {**os.environ, **env}.items()
                                      if url or k != "FIRMSIFT_DATABASE_URL"})

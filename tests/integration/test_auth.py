@@ -15,10 +15,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey, digest_of
-from firmsift.entrypoints import commands
-from firmsift.entrypoints.auth import UnsafeAuthSetting
-from firmsift.entrypoints.cli import build_parser
-from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.cli.main import commands
+from firmsift.entrypoints.http.auth import UnsafeAuthSetting
+from firmsift.entrypoints.cli.main import build_parser
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key, revoke_key
@@ -165,7 +165,7 @@ def test_serve_passes_the_header_limit_to_uvicorn(container, monkeypatch: pytest
 
 def firmsift(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", **env}
-    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", *args], cwd=REPO, env=environment,
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], cwd=REPO, env=environment,
                           capture_output=True, text=True, timeout=60)
 
 

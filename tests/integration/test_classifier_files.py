@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.classifier_files import ClassifierFileError, load_catalog
-from firmsift.adapters.memory_providers import ScriptedLLM
+from firmsift.adapters.files.classifiers import ClassifierFileError, load_catalog
+from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.domain.model import Job, JobStatus, KnownCompany, Source
 from firmsift.domain.prompt import answer_schema
 from firmsift.entrypoints.memory_container import in_memory_container

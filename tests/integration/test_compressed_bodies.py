@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from firmsift.adapters.brave_search import BraveSearch
-from firmsift.adapters.homepage_search import HomepageSearch
-from firmsift.adapters.search_http import MAX_RESPONSE_BYTES
-from firmsift.adapters.searxng_search import SearxngSearch
-from firmsift.adapters.tavily_search import TavilySearch
+from firmsift.adapters.search.brave import BraveSearch
+from firmsift.adapters.search.homepage import HomepageSearch
+from firmsift.adapters.search.api import MAX_RESPONSE_BYTES
+from firmsift.adapters.search.searxng import SearxngSearch
+from firmsift.adapters.search.tavily import TavilySearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 from tests.support.compression_bombs import bomb, compressed

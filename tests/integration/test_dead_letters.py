@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.memory_queue import InMemoryReplyPublisher
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import upgrade
-from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
-from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.queue import InMemoryReplyPublisher
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.migrations import upgrade
+from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Completion, Job, JobStatus
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.worker import Worker
+from firmsift.entrypoints.worker.loop import Worker
 from firmsift.ports.queue import ReplyPublisher
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 from tests.support.databases import SQL_BACKENDS, migrated_engine

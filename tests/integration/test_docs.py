@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from firmsift.entrypoints.cli import build_parser
+from firmsift.entrypoints.cli.main import build_parser
 from firmsift.entrypoints.settings import Settings
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")

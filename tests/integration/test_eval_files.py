@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.completion_cache_file import CompletionCacheFile
-from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
-from firmsift.adapters.jsonl_file import JsonlFileError, append_record, read_records
-from firmsift.adapters.litellm_pricing import LitellmPricing
+from firmsift.adapters.files.completion_cache import CompletionCacheFile
+from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
+from firmsift.adapters.files.jsonl import JsonlFileError, append_record, read_records
+from firmsift.adapters.llm.pricing import LitellmPricing
 from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence
 from firmsift.domain.model import Evidence
 

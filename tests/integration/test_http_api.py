@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
-from firmsift.adapters.memory_queue import InMemoryQueue
+from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.services.submit import RecordThenPublish
 
-from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 
@@ -185,7 +185,7 @@ def test_a_database_failure_on_poll_is_503_and_the_log_keeps_the_driver_error(
     job_id = post(client, {"domains": ["a.com"]}).json()["job_id"]
     with container.engine().begin() as conn:
         conn.execute(text("DROP TABLE job_domains"))
-    with caplog.at_level(logging.ERROR, logger="firmsift.entrypoints.http_errors"):
+    with caplog.at_level(logging.ERROR, logger="firmsift.entrypoints.http.errors"):
         response = client.get(f"/domains/classify/{job_id}")
     assert response.status_code == 503 and response.headers["retry-after"] == "5"
     assert error_of(response) == {"code": "service_unavailable", "details": [],

@@ -15,15 +15,15 @@ import pytest
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_store import InMemoryStore
-from firmsift.adapters.sql_job_intake import SqlJobIntake
-from firmsift.adapters.sql_queue import SqlQueue
-from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.adapters.sql.job_intake import SqlJobIntake
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.submit import SubmitJob, submit_job

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.memory_keys import InMemoryApiKeys
-from firmsift.adapters.sql_keys import SqlApiKeys
+from firmsift.adapters.memory.keys import InMemoryApiKeys
+from firmsift.adapters.sql.keys import SqlApiKeys
 from firmsift.domain.keys import ApiKey
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 

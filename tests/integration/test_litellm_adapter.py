@@ -20,8 +20,8 @@ import litellm
 import openai
 import pytest
 
-from firmsift.adapters.litellm_llm import LiteLLM, OutputMode, refuses_output_format
-from firmsift.adapters.output_modes import FormatMemory
+from firmsift.adapters.llm.litellm_llm import LiteLLM, OutputMode, refuses_output_format
+from firmsift.adapters.llm.output_modes import FormatMemory
 from firmsift.domain.errors import FailureCause, ProviderError
 from tests.support.fake_llm_server import FakeLLMServer, load_fixture
 
@@ -315,7 +315,7 @@ def _import_in_a_sealed_process(module: str, cwd: Path) -> dict[str, Any]:
 
 
 def test_importing_the_adapter_touches_no_network(tmp_path: Path) -> None:
-    seen = _import_in_a_sealed_process("firmsift.adapters.litellm_llm", tmp_path)
+    seen = _import_in_a_sealed_process("firmsift.adapters.llm.litellm_llm", tmp_path)
     assert seen["attempts"] == []
     assert seen["threads"] == []
     assert seen["dotenv"] is None, "litellm must not load a .env file into the service's environment"
@@ -418,7 +418,7 @@ async def test_the_switch_is_logged_once_however_many_calls_were_refused_at_once
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
-    with fake as base_url, caplog.at_level("WARNING", logger="firmsift.adapters.litellm_llm"):
+    with fake as base_url, caplog.at_level("WARNING", logger="firmsift.adapters.llm.litellm_llm"):
         adapter = llm(base_url)
         async with anyio.create_task_group() as calls:
             for _ in range(4):
@@ -548,7 +548,7 @@ async def test_a_long_provider_message_is_cut_between_words(server: FakeLLMServe
 def test_transport_failures_under_litellms_made_up_500_are_named(cause: Exception, sentence: str,
                                                                  transient: bool) -> None:
     """litellm reports each of these as "InternalServerError ... Connection error." with status 500."""
-    from firmsift.adapters.litellm_failures import classify, is_transient
+    from firmsift.adapters.llm.failures import classify, is_transient
 
     wrapper = openai.APIConnectionError(request=httpx.Request("POST", "https://llm.example.com/v1"))
     wrapper.__cause__ = cause

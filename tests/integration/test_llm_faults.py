@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from firmsift.adapters.litellm_llm import LiteLLM
-from firmsift.adapters.output_modes import FormatMemory
-from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM
-from firmsift.adapters.retrying import RetryingLLM, RetryPolicy
+from firmsift.adapters.llm.litellm_llm import LiteLLM
+from firmsift.adapters.llm.output_modes import FormatMemory
+from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedLLM
+from firmsift.adapters.decorators.retrying import RetryingLLM, RetryPolicy
 from firmsift.domain.errors import ProviderError
 from firmsift.entrypoints.lazy_adapters import make_llm
 from firmsift.entrypoints.settings import Settings

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from firmsift.adapters.bounded_body import BodyLimits, UnreadableBody
-from firmsift.adapters.bounded_transport import bounded_client
-from firmsift.adapters.litellm_llm import LiteLLM
-from firmsift.adapters.litellm_transport import (
+from firmsift.adapters.web.bounded_body import BodyLimits, UnreadableBody
+from firmsift.adapters.web.bounded_transport import bounded_client
+from firmsift.adapters.llm.litellm_llm import LiteLLM
+from firmsift.adapters.llm.transport import (
     LLM_RESPONSE_LIMITS,
     NATIVE_PROVIDERS,
     OPENAI_CLIENT_PROVIDERS,

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey
 from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key

@@ -12,12 +12,12 @@ from sqlalchemy import event
 from starlette.testclient import TestClient
 
 from firmsift.adapters.readiness import CHECK_TIMEOUT_SECONDS, INTAKE_FAILURE_SECONDS, IntakeOutcomes
-from firmsift.adapters.sql_engine import make_engine
+from firmsift.adapters.sql.engine import make_engine
 from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.http_api import create_app
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.worker_probe import worker_probe
+from firmsift.entrypoints.worker.probe import worker_probe
 
 
 @pytest.fixture

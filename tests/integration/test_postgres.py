@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import MIGRATIONS, upgrade
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.migrations import MIGRATIONS, upgrade
 from tests.support.postgres import postgres_engine
 
 

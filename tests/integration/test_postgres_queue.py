@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import Engine, text
 
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_queue import SqlQueue
-from firmsift.adapters.sql_queue_listen import APPLICATION_NAME
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.queue_listen import APPLICATION_NAME
 from firmsift.ports.queue import QueueMessage
 from tests.support.postgres import postgres_engine
 
@@ -178,8 +178,8 @@ async def test_the_listener_reconnects_after_its_connection_is_killed(
 
 _CHILD_SENDER = """
 import asyncio, sys, time
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_queue import SqlQueue
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.queue import SqlQueue
 queue = SqlQueue(make_engine(sys.argv[1]), "work.fifo", visibility_timeout=30, max_receives=3)
 message_id = asyncio.run(queue.send("from another process", group_id="g", dedup_id="d"))
 print(message_id, time.time())

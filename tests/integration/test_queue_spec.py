@@ -15,7 +15,7 @@ import pytest
 from botocore.stub import Stubber
 from cfnlint.decode import decode
 
-from firmsift.adapters.sqs_queue_spec import QueueSpec, QueueSpecError, ensure_queues, load_queue_spec, queue_drift
+from firmsift.adapters.sqs.queue_spec import QueueSpec, QueueSpecError, ensure_queues, load_queue_spec, queue_drift
 from tests.support.processes import REPO
 from tests.support.sqs_emulator import sqs_client, sqs_emulator
 

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from firmsift.adapters.memory_store import InMemoryStore
-from firmsift.adapters.sql_store import SqlStore
-from firmsift.adapters.sql_tables import jobs
+from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.adapters.sql.store import SqlStore
+from firmsift.adapters.sql.tables import jobs
 from firmsift.domain.model import (
     Answer,
     DomainResult,

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmsift.adapters import homepage_search, redirect_targets
-from firmsift.adapters.brave_search import BraveSearch
-from firmsift.adapters.homepage_search import HomepageSearch, registrable_domain
-from firmsift.adapters.searxng_search import SearxngSearch
-from firmsift.adapters.tavily_search import TavilySearch
+from firmsift.adapters.search import homepage as homepage_search
+from firmsift.adapters.web import redirect_targets
+from firmsift.adapters.search.brave import BraveSearch
+from firmsift.adapters.search.homepage import HomepageSearch, registrable_domain
+from firmsift.adapters.search.searxng import SearxngSearch
+from firmsift.adapters.search.tavily import TavilySearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import Search

@@ -8,10 +8,10 @@ from email.utils import formatdate
 
 import pytest
 
-from firmsift.adapters.brave_search import BraveSearch
-from firmsift.adapters.retrying import RetryingSearch, RetryPolicy
-from firmsift.adapters.searxng_search import SearxngSearch
-from firmsift.adapters.tavily_search import TavilySearch
+from firmsift.adapters.search.brave import BraveSearch
+from firmsift.adapters.decorators.retrying import RetryingSearch, RetryPolicy
+from firmsift.adapters.search.searxng import SearxngSearch
+from firmsift.adapters.search.tavily import TavilySearch
 from firmsift.domain.errors import ProviderError
 from tests.support.fake_search_server import FakeSearchServer, Reply
 from tests.support.processes import refusing_port

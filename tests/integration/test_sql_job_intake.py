@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from firmsift.adapters import sql_queue
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_job_intake import SqlJobIntake
-from firmsift.adapters.sql_queue import SqlQueue
-from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.sql import queue as sql_queue
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.job_intake import SqlJobIntake
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Job, JobStatus
 from tests.support.databases import SQL_BACKENDS, migrated_engine

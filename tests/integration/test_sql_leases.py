@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.sql_leases import SqlLeases
+from firmsift.adapters.sql.leases import SqlLeases
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 

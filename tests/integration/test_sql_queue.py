@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.memory_queue import InMemoryReplyPublisher, PublishedReply
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import upgrade
-from firmsift.adapters.sql_queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.memory.queue import InMemoryReplyPublisher, PublishedReply
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.migrations import upgrade
+from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
 from firmsift.domain.errors import QueueUnavailable
 
 pytestmark = pytest.mark.anyio
@@ -51,8 +51,8 @@ async def test_a_message_sent_on_one_engine_is_received_on_another_and_survives_
 
 _CHILD_SENDER = """
 import asyncio, sys
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_queue import SqlQueue
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.queue import SqlQueue
 queue = SqlQueue(make_engine(sys.argv[1]), "work.fifo", visibility_timeout=30, max_receives=3)
 print(asyncio.run(queue.send("from another process", group_id="g", dedup_id="d")))
 """

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from firmsift.adapters.sql_engine import in_transaction, make_engine
+from firmsift.adapters.sql.engine import in_transaction, make_engine
 from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable
 
 

@@ -15,7 +15,7 @@ import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from firmsift.adapters.sqs_queue import SqsQueue, SqsReplyPublisher
+from firmsift.adapters.sqs.queue import SqsQueue, SqsReplyPublisher
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from tests.support.processes import refusing_port
 from tests.support.sqs_emulator import (

@@ -15,14 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from firmsift.adapters.llm_endpoint import api_base_host
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import upgrade
+from firmsift.adapters.llm.endpoint import api_base_host
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.migrations import upgrade
 from firmsift.domain.evaluation import LabelledDomain
 from firmsift.entrypoints.config_summary import log_effective_configuration
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.database_file import database_to_create, describe_database
-from firmsift.entrypoints.eval_command import _known
+from firmsift.entrypoints.eval.command import _known
 from firmsift.entrypoints.llm_credentials import MissingLLMCredentials, llm_credentials_problem, require_llm_credentials
 from firmsift.entrypoints.logs import JsonFormatter
 from firmsift.entrypoints.settings import ConfigurationError, Settings

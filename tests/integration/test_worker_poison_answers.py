@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.memory_queue import InMemoryReplyPublisher
-from firmsift.adapters.sql_queue import SqlQueue
-from firmsift.adapters.sql_store import SqlStore
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.queue import InMemoryReplyPublisher
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.model import Job, JobStatus, ResultStatus
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings

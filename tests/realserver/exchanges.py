@@ -48,7 +48,7 @@ def _chat(response_format: dict[str, Any] | None) -> dict[str, Any]:
     return {"method": "POST", "path": "/v1/chat/completions", "body": body}
 
 
-# name -> the request, as firmsift's adapter sends each output mode (see src/adapters/litellm_llm.py)
+# name -> the request, as firmsift's adapter sends each output mode (see src/adapters/llm/litellm_llm.py)
 REQUESTS: dict[str, dict[str, Any]] = {
     "chat-json-schema-refused": _chat({"type": "json_schema",
                                        "json_schema": {"name": "answer", "schema": _SCHEMA, "strict": True}}),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import upgrade
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.migrations import upgrade
 from tests.support.postgres import postgres_engine
 
 SQL_BACKENDS = ("sqlite", "postgresql")

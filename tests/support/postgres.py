@@ -13,8 +13,8 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
-from firmsift.adapters.sql_engine import database_url, make_engine
-from firmsift.adapters.sql_migrations import upgrade
+from firmsift.adapters.sql.engine import database_url, make_engine
+from firmsift.adapters.sql.migrations import upgrade
 
 # The server tests create their databases on; its own database is only used to connect.
 DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

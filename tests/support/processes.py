@@ -90,7 +90,7 @@ class Processes:
         return process, port
 
     def firmsift(self, name: str, *args: str, extra_env: dict[str, str] | None = None) -> Process:
-        return self.start(name, sys.executable, "-m", "firmsift.entrypoints.cli", *args, extra_env=extra_env)
+        return self.start(name, sys.executable, "-m", "firmsift.entrypoints.cli.main", *args, extra_env=extra_env)
 
     def stop_all(self) -> None:
         for process in reversed(self.started):
@@ -197,5 +197,5 @@ def worker_probe(worker: Process) -> str:
 
 def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run one `firmsift` command to completion with these settings on top of the environment."""
-    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True,
                           text=True, env={**os.environ, **env}, timeout=timeout)

@@ -16,11 +16,11 @@ from typing import Any, Protocol, TypeVar
 import pytest
 from sqlalchemy import Engine
 
-from firmsift.adapters.memory_queue import InMemoryQueue
-from firmsift.adapters.sql_engine import make_engine
-from firmsift.adapters.sql_migrations import upgrade
-from firmsift.adapters.sql_queue import SqlQueue
-from firmsift.adapters.sqs_queue import SqsQueue
+from firmsift.adapters.memory.queue import InMemoryQueue
+from firmsift.adapters.sql.engine import make_engine
+from firmsift.adapters.sql.migrations import upgrade
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sqs.queue import SqsQueue
 from tests.support.postgres import postgres_engine
 from tests.support.sqs_emulator import sqs_client
 

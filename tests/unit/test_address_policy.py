@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firmsift.adapters.address_policy import first_refused, refusal_reason, resolve_addresses
+from firmsift.adapters.web.address_policy import first_refused, refusal_reason, resolve_addresses
 from firmsift.domain.errors import ProviderError
 
 

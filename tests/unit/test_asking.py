@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_providers import ScriptedLLM
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.domain.model import ResultStatus
 from firmsift.services.asking import ask_llm
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from firmsift.domain.model import KnownCompany
-from firmsift.entrypoints.company_import import read_company_rows
+from firmsift.entrypoints.cli.company_import import read_company_rows
 
 
 def test_a_nul_in_a_company_name_is_replaced_not_imported(tmp_path: Path) -> None:

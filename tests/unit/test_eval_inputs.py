@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from firmsift.domain.evaluation import LabelledDomain
-from firmsift.entrypoints.eval_inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
+from firmsift.entrypoints.eval.inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 
 SHIPPED = Path(__file__).resolve().parents[2] / "eval" / "cpg-labels.csv"
 

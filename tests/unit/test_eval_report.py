@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_evaluation import FixedPricing, InMemorySnapshots
-from firmsift.adapters.memory_providers import ScriptedLLM
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.evaluation import FixedPricing, InMemorySnapshots
+from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.model import Evidence
-from firmsift.entrypoints import eval_figures as fig
-from firmsift.entrypoints.eval_document import report_document
-from firmsift.entrypoints.eval_report import render_html, render_markdown, summary_table, write_reports
-from firmsift.entrypoints.eval_report_html import CONTENT_SECURITY_POLICY
-from firmsift.entrypoints.eval_report_markdown import escape as md_escape
+from firmsift.entrypoints.eval import figures as fig
+from firmsift.entrypoints.eval.document import report_document
+from firmsift.entrypoints.eval.report import render_html, render_markdown, summary_table, write_reports
+from firmsift.entrypoints.eval.report_html import CONTENT_SECURITY_POLICY
+from firmsift.entrypoints.eval.report_markdown import escape as md_escape
 from firmsift.services.evaluation_run import (
     Candidate,
     CandidateSpec,

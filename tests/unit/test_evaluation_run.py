@@ -5,9 +5,9 @@ import itertools
 
 import pytest
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_evaluation import FixedPricing, InMemoryCompletionCache, InMemorySnapshots
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.evaluation import FixedPricing, InMemoryCompletionCache, InMemorySnapshots
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, OutcomeKind
 from firmsift.domain.model import Evidence, KnownCompany
@@ -200,8 +200,8 @@ class _PoisonSearch:
 async def test_poison_evidence_and_answers_are_recorded_and_cached_storable(tmp_path) -> None:
     """The recording and the completion cache are UTF-8 files: a lone surrogate from a page or a
     model must not stop the run (a cache that cannot be written stops it) or fail the domain."""
-    from firmsift.adapters.completion_cache_file import CompletionCacheFile
-    from firmsift.adapters.evidence_snapshot_files import SnapshotFiles
+    from firmsift.adapters.files.completion_cache import CompletionCacheFile
+    from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
 
     snapshots, cache = SnapshotFiles(tmp_path / "evidence"), CompletionCacheFile(tmp_path / "completions.jsonl")
     llm = ScriptedLLM('{"is_cpg": true, "confidence": 5, "reasoning": "Crisps \\ud800"}\ud800')

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firmsift.adapters.html_evidence import (
+from firmsift.adapters.search.html_evidence import (
     PageText,
     bounded,
     clean_text,

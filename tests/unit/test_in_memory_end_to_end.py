@@ -7,8 +7,8 @@ import time
 
 from starlette.testclient import TestClient
 
-from firmsift.adapters.memory_providers import ScriptedLLM
-from firmsift.entrypoints.http_api import create_app
+from firmsift.adapters.memory.providers import ScriptedLLM
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.runtime import running_worker
 from firmsift.entrypoints.settings import Settings

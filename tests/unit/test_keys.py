@@ -5,11 +5,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from firmsift.adapters.memory_keys import InMemoryApiKeys
+from firmsift.adapters.memory.keys import InMemoryApiKeys
 from firmsift.domain.errors import InvalidRequest
 from firmsift.domain.keys import KEY_PREFIX, ApiKeyNotFound, InvalidApiKey, MissingApiKey, digest_of
-from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required, presented_key
-from firmsift.entrypoints.rate_limit import RateLimited, TokenBuckets
+from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required, presented_key
+from firmsift.entrypoints.http.rate_limit import RateLimited, TokenBuckets
 from firmsift.services.keys import authenticate, create_key, revoke_key
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from firmsift.adapters.llm_endpoint import api_base_host, is_local_api_base, missing_credentials
+from firmsift.adapters.llm.endpoint import api_base_host, is_local_api_base, missing_credentials
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.memory_queue import InMemoryQueue
-from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.queue import InMemoryQueue
+from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
 from firmsift.entrypoints.container import Container

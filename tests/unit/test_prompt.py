@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from firmsift.adapters.classifier_files import load_catalog
+from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.domain.model import Evidence
 from firmsift.domain.prompt import build_prompt
 

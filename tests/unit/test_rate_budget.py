@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firmsift.adapters.memory_providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.retry_after import retry_after_seconds
-from firmsift.adapters.retrying import RetryingLLM, RetryingSearch, RetryPolicy
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.web.retry_after import retry_after_seconds
+from firmsift.adapters.decorators.retrying import RetryingLLM, RetryingSearch, RetryPolicy
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
@@ -256,7 +256,7 @@ def test_any_retry_after_value_reads_as_none_or_a_finite_wait(value: str, millis
 async def test_a_tally_counts_retries_by_cause_and_keeps_them_out_of_the_warnings(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from firmsift.adapters.retrying import RetryTally
+    from firmsift.adapters.decorators.retrying import RetryTally
     from firmsift.domain.errors import FailureCause
 
     llm, fake, tally = ScriptedLLM(ANSWER), FakeTime(), RetryTally()
@@ -264,7 +264,7 @@ async def test_a_tally_counts_retries_by_cause_and_keeps_them_out_of_the_warning
                 ProviderError("slow", retryable=True, cause=FailureCause.TIMEOUT))
     retried = RetryingLLM(llm, RetryPolicy(), sleep=fake.sleep, random=lambda: 0.0, clock=fake.clock, tally=tally)
 
-    with caplog.at_level("DEBUG", logger="firmsift.adapters.retrying"):
+    with caplog.at_level("DEBUG", logger="firmsift.adapters.decorators.retrying"):
         assert await ask(retried) == ANSWER
     assert tally.summary() == "3 retries (timeout 2, other 1)"
     assert [r.levelname for r in caplog.records] == ["DEBUG"] * 3
@@ -278,7 +278,7 @@ async def test_without_a_tally_each_retry_is_a_warning_naming_its_cause(caplog: 
 
     llm, fake = ScriptedLLM(ANSWER), FakeTime()
     llm.enqueue(ProviderError("429", retryable=True, cause=FailureCause.RATE_LIMITED))
-    with caplog.at_level("WARNING", logger="firmsift.adapters.retrying"):
+    with caplog.at_level("WARNING", logger="firmsift.adapters.decorators.retrying"):
         await ask(retrying(llm, fake))
     [record] = caplog.records
     assert record.levelname == "WARNING" and record.cause == "rate limited"

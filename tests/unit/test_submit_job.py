@@ -9,9 +9,9 @@ from unittest import mock
 import idna
 import pytest
 
-from firmsift.adapters.classifier_files import load_catalog
-from firmsift.adapters.memory_queue import InMemoryQueue
-from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.queue import InMemoryQueue
+from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.errors import (
     InvalidDomains,
     InvalidRequest,

@@ -2,10 +2,10 @@
 
 import pytest
 
-from firmsift.adapters.memory_keys import InMemoryApiKeys
+from firmsift.adapters.memory.keys import InMemoryApiKeys
 from firmsift.domain.keys import InvalidApiKey
-from firmsift.entrypoints.auth import Gate, client_network
-from firmsift.entrypoints.rate_limit import RateLimited, TokenBuckets
+from firmsift.entrypoints.http.auth import Gate, client_network
+from firmsift.entrypoints.http.rate_limit import RateLimited, TokenBuckets
 from firmsift.services.keys import create_key, revoke_key
 
 

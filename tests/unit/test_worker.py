@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from firmsift.adapters.memory_providers import ScriptedLLM
-from firmsift.adapters.memory_queue import InMemoryQueue
-from firmsift.adapters.memory_store import InMemoryStore
+from firmsift.adapters.memory.providers import ScriptedLLM
+from firmsift.adapters.memory.queue import InMemoryQueue
+from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.worker import Worker
+from firmsift.entrypoints.worker.loop import Worker
 from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio

@@ -1,0 +1,1 @@
+"""Port decorators: retries, the rate budget and Prometheus metrics around any adapter."""

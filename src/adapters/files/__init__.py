@@ -1,0 +1,1 @@
+"""Files as adapters: classifier definitions, the completion cache and evidence snapshots (JSONL)."""

@@ -1,0 +1,1 @@
+"""The LLM port spoken through litellm: endpoints, credentials, output formats, failures, transport."""

@@ -1,0 +1,26 @@
+"""Model prices: litellm's local cost map (shipped with the package, never fetched), overridable per model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from firmsift.adapters.llm.offline import litellm
+
+
+class LitellmPricing:
+    """US dollars per call from token counts. `overrides` maps a model name to (input, output)
+    prices in USD per million tokens, for models the map lacks or prices negotiated apart."""
+
+    def __init__(self, overrides: Mapping[str, tuple[float, float]] | None = None) -> None:
+        self.overrides = dict(overrides or {})
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        if model in self.overrides:
+            per_input, per_output = self.overrides[model]
+            return (prompt_tokens * per_input + completion_tokens * per_output) / 1_000_000
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        except Exception:  # noqa: BLE001 - litellm raises a bare Exception for an unmapped model
+            return None
+        return float(prompt_cost) + float(completion_cost)

@@ -1,0 +1,89 @@
+"""litellm's HTTP reads, bounded: a provider (or anyone on the way to a plain-http API base)
+answering a compression bomb or an endless body meets an error, not a gigabyte of memory.
+
+litellm reads a provider's answer through one of two clients, by provider:
+- the OpenAI client (openai/, azure/, and the OpenAI-compatible providers it reaches that way,
+  every local server configured as `openai/<model>` among them), which reads through the
+  process-wide `litellm.aclient_session`, set here on import;
+- litellm's own AsyncHTTPHandler for the providers it speaks to natively (anthropic/, gemini/,
+  ollama/, groq/, ...), which takes a `client` per call: `handler_for(provider)` gives the
+  bounded one. Given to a provider on the OpenAI client's path it would break every call, so it is given
+  only to the providers listed here, each checked by tests/integration/test_llm_response_limits.py.
+
+Both read through the transport litellm would have used (aiohttp's by default, which asks
+aiohttp not to decompress and reads the environment's proxies itself; httpx's when
+DISABLE_AIOHTTP_TRANSPORT is set), wrapped by `BoundedTransport`, with litellm's SSL settings
+(SSL_VERIFY, SSL_CERT_FILE). A provider on neither list is read by litellm unbounded (README,
+"Untrusted content").
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import httpx
+from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler, get_ssl_configuration
+
+from firmsift.adapters.web.bounded_body import BodyLimits
+from firmsift.adapters.web.bounded_transport import bounded_client
+from firmsift.adapters.llm.offline import litellm
+
+# An answer holds at most max_tokens of text (a few KB); 4 MB leaves room for any honest one.
+LLM_RESPONSE_LIMITS = BodyLimits(max_bytes=4_000_000)
+
+# Providers litellm reaches through the OpenAI client (read through litellm.aclient_session).
+OPENAI_CLIENT_PROVIDERS = frozenset({
+    "openai", "azure", "custom_openai", "text-completion-openai", "lm_studio", "llamafile", "perplexity",
+    "cerebras", "sambanova", "nvidia_nim", "deepinfra", "github", "nebius", "novita", "dashscope", "moonshot"})
+# Providers litellm reaches through its own AsyncHTTPHandler (read through the handler given per call).
+NATIVE_PROVIDERS = frozenset({
+    "anthropic", "gemini", "ollama", "ollama_chat", "hosted_vllm", "groq", "deepseek", "together_ai",
+    "mistral", "openrouter", "fireworks_ai", "xai", "databricks", "huggingface", "azure_ai", "lemonade"})
+
+_SSL = get_ssl_configuration()
+
+
+def _litellm_transport() -> httpx.AsyncBaseTransport:
+    """The transport litellm builds for its own clients (aiohttp's unless turned off)."""
+    transport = AsyncHTTPHandler.create_async_transport(
+        ssl_context=_SSL if isinstance(_SSL, ssl.SSLContext) else None,
+        ssl_verify=_SSL if isinstance(_SSL, bool) else None)
+    return transport or httpx.AsyncHTTPTransport(verify=_SSL)
+
+
+def _httpx_proxy(url: str) -> httpx.AsyncBaseTransport:
+    return httpx.AsyncHTTPTransport(proxy=url, verify=_SSL)
+
+
+def _bounded_client() -> httpx.AsyncClient:
+    # aiohttp's transport reads HTTP(S)_PROXY itself; httpx's needs them mounted.
+    proxies = None if AsyncHTTPHandler.should_use_aiohttp_transport() else _httpx_proxy
+    return bounded_client(LLM_RESPONSE_LIMITS, _litellm_transport, proxy_for=proxies)
+
+
+# One client for both paths: its transports are per event loop, and neither litellm nor the
+# handler closes a client it was given.
+_CLIENT = _bounded_client()
+litellm.aclient_session = _CLIENT
+_HANDLER = AsyncHTTPHandler()
+_HANDLER.client = _CLIENT
+
+
+def provider_of(model: str, api_base: str | None) -> str | None:
+    """The provider litellm routes `model` to, or None when litellm does not know it (the call
+    then fails with litellm's own words)."""
+    try:
+        return litellm.get_llm_provider(model=model, api_base=api_base)[1]
+    except Exception:  # noqa: BLE001 - litellm raises several types for a model it cannot place
+        return None
+
+
+def handler_for(provider: str | None) -> AsyncHTTPHandler | None:
+    """The bounded handler to pass as `client` for a model of `provider` (see provider_of), or
+    None where none must be passed."""
+    return _HANDLER if provider in NATIVE_PROVIDERS else None
+
+
+def reads_within_limits(provider: str | None) -> bool:
+    """True when litellm reads the answers of `provider`'s models within LLM_RESPONSE_LIMITS."""
+    return provider in OPENAI_CLIENT_PROVIDERS | NATIVE_PROVIDERS

@@ -1,0 +1,248 @@
+"""SQLAlchemy repository for SQLite and PostgreSQL: jobs, per-job results, answers, known companies.
+
+Queries are synchronous SQLAlchemy Core run off the event loop in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Collection, Iterable
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy.exc import DataError
+
+from firmsift.adapters.sql.engine import in_transaction
+from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
+from firmsift.domain.idempotency import IdempotencyKeyTaken
+from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.outside_text import UnstorableText, check_storable, storable_error
+
+T = TypeVar("T")
+
+# Targets the primary key answers (domain, classifier): a repeat overwrites instead of duplicating.
+UPSERT_ANSWER = text("""
+    INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
+                         error, raw_output, model, prompt_version, answered_at, evidence_status)
+    VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
+            :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status)
+    ON CONFLICT (domain, classifier) DO UPDATE SET
+        status = excluded.status, source = excluded.source, answer = excluded.answer,
+        confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
+        error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
+        prompt_version = excluded.prompt_version, answered_at = excluded.answered_at,
+        evidence_status = excluded.evidence_status
+""")
+
+# Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
+# with an owner's key is not written (NULL keys never conflict). Under concurrency the database
+# decides: a competing insert waits for the first transaction and then finds its row.
+INSERT_JOB = text("""
+    INSERT INTO jobs (id, classifier, status, reply_queue, created_at, updated_at, error, reply_sent,
+                      owner, idempotency_key)
+    VALUES (:id, :classifier, :status, :reply_queue, :created_at, :updated_at, :error, :reply_sent,
+            :owner, :idempotency_key)
+    ON CONFLICT (owner, idempotency_key) DO NOTHING
+""")
+
+# Targets the primary key known_companies (domain): importing the same file twice is harmless.
+UPSERT_KNOWN = text("""
+    INSERT INTO known_companies (domain, name, imported_at) VALUES (:domain, :name, :imported_at)
+    ON CONFLICT (domain) DO UPDATE SET name = excluded.name, imported_at = excluded.imported_at
+""")
+
+
+class SqlStore:
+    """Implements JobRepository, AnswerStore and KnownCompanies on one SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def _run(self, work: Callable[[Connection], T]) -> T:
+        return await in_transaction(self.engine, work)
+
+    async def create_job(self, job: Job) -> None:
+        await self._run(lambda conn: self.insert_job_in(conn, job))
+
+    def insert_job_in(self, conn: Connection, job: Job) -> None:
+        """Write the job and its domains (every one PENDING) as one step of the caller's open
+        transaction, so they commit or roll back together with the caller's other rows.
+        IdempotencyKeyTaken, with nothing written, if the owner already used the job's key."""
+        created = job.created_at.timestamp()
+        written = conn.execute(INSERT_JOB, {
+            "id": job.id, "classifier": job.classifier, "status": job.status.value, "reply_queue": job.reply_queue,
+            "created_at": created, "updated_at": created, "error": job.error, "reply_sent": False,
+            "owner": job.owner, "idempotency_key": job.idempotency_key,
+        }).rowcount
+        if written == 0:
+            earlier_id = conn.execute(select(jobs.c.id).where(
+                jobs.c.owner == job.owner, jobs.c.idempotency_key == job.idempotency_key)).scalar_one()
+            earlier = _job_in(conn, earlier_id)
+            assert earlier is not None  # the row the insert just collided with, read in the same transaction
+            raise IdempotencyKeyTaken(earlier)
+        conn.execute(job_domains.insert(), [
+            {"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
+             "reason": "", "evidence": "[]"}
+            for i, d in enumerate(job.domains)
+        ])
+
+    async def get_job(self, job_id: str) -> Job | None:
+        return await self._run(lambda conn: _job_in(conn, job_id))
+
+    async def release_idempotency_key(self, job_id: str) -> None:
+        await self._run(lambda conn: conn.execute(
+            update(jobs).where(jobs.c.id == job_id).values(idempotency_key=None, updated_at=time.time())
+        ))
+
+    async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None, *,
+                             only_from: Collection[JobStatus] | None = None) -> bool:
+        query = update(jobs).where(jobs.c.id == job_id)
+        if only_from is not None:
+            # Compare-and-set in one statement: PostgreSQL re-checks the condition on the row
+            # version it waited for, SQLite runs one writer at a time.
+            query = query.where(jobs.c.status.in_([s.value for s in only_from]))
+        values = query.values(status=status.value, error=error, updated_at=time.time())
+        return await self._run(lambda conn: conn.execute(values).rowcount > 0)
+
+    async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
+        check_storable(result, answer)  # the same refusal on every backend, before any write
+
+        def work(conn: Connection) -> bool:
+            # FOR SHARE on the job row: a status change (set_job_status) waits for this save
+            # and this save for it, so a job finished by another writer takes no more results.
+            status = conn.execute(
+                select(jobs.c.status).where(jobs.c.id == job_id).with_for_update(read=True)
+            ).scalar_one_or_none()
+            recorded = status is not None and not JobStatus(status).finished
+            if recorded:
+                conn.execute(
+                    update(job_domains)
+                    .where(job_domains.c.job_id == job_id, job_domains.c.domain == result.domain)
+                    .values(
+                        status=result.status.value, source=result.source.value if result.source else None,
+                        answer=result.answer, confidence=result.confidence, reason=result.reason,
+                        evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
+                        evidence_status=result.evidence_status,
+                    )
+                )
+            if answer is not None:
+                conn.execute(UPSERT_ANSWER, _answer_params(answer))
+            return recorded
+
+        def refusing_unstorable(conn: Connection) -> bool:
+            try:
+                return work(conn)
+            except (UnicodeEncodeError, DataError) as error:
+                # What passed the check and the database still refused (e.g. a character outside
+                # a LATIN1 database's encoding): nothing is written, and the domain fails alone.
+                raise UnstorableText(f"the database refused the result of {result.domain}: "
+                                     f"{storable_error(getattr(error, 'orig', None) or error)}") from error
+
+        return await self._run(refusing_unstorable)
+
+    async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
+        await self._run(lambda conn: conn.execute(
+            update(jobs).where(jobs.c.id == job_id).values(reply_sent=sent, reply_error=error, updated_at=time.time())
+        ))
+
+    async def list_failed_jobs(self, *, error: str, limit: int) -> list[Job]:
+        def work(conn: Connection) -> list[str]:
+            query = (select(jobs.c.id).where(jobs.c.status == JobStatus.FAILED.value, jobs.c.error == error)
+                     .order_by(jobs.c.created_at).limit(limit))
+            return list(conn.execute(query).scalars())
+
+        found = [await self.get_job(job_id) for job_id in await self._run(work)]
+        return [job for job in found if job is not None]
+
+    async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
+        wanted = list(domains)
+
+        def work(conn: Connection) -> dict[str, Answer]:
+            rows = conn.execute(
+                select(answers).where(answers.c.classifier == classifier, answers.c.domain.in_(wanted))
+            ).mappings().all()
+            return {row["domain"]: _answer(row) for row in rows}
+
+        return await self._run(work) if wanted else {}
+
+    async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
+        wanted = list(domains)
+
+        def work(conn: Connection) -> dict[str, KnownCompany]:
+            rows = conn.execute(select(known_companies).where(known_companies.c.domain.in_(wanted))).mappings()
+            return {row["domain"]: KnownCompany(domain=row["domain"], name=row["name"]) for row in rows}
+
+        return await self._run(work) if wanted else {}
+
+    async def upsert_known(self, companies: Iterable[KnownCompany]) -> int:
+        now = time.time()
+        params = [{"domain": c.domain, "name": c.name, "imported_at": now} for c in companies]
+
+        def work(conn: Connection) -> int:
+            if params:
+                conn.execute(UPSERT_KNOWN, params)
+            return len(params)
+
+        return await self._run(work)
+
+
+def _job_in(conn: Connection, job_id: str) -> Job | None:
+    row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+    if row is None:
+        return None
+    rows = conn.execute(
+        select(job_domains).where(job_domains.c.job_id == job_id).order_by(job_domains.c.position)
+    ).mappings().all()
+    return Job(
+        id=row["id"], classifier=row["classifier"], status=JobStatus(row["status"]),
+        created_at=_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
+        reply_queue=row["reply_queue"], results=tuple(_domain_result(r) for r in rows),
+        error=row["error"], reply_sent=bool(row["reply_sent"]), reply_error=row["reply_error"],
+        owner=row["owner"], idempotency_key=row["idempotency_key"],
+    )
+
+
+def _time(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+def _evidence_json(evidence: Iterable[Evidence]) -> str:
+    return json.dumps([{"url": e.url, "title": e.title, "snippet": e.snippet} for e in evidence])
+
+
+def _evidence(raw: str) -> tuple[Evidence, ...]:
+    return tuple(Evidence(url=e["url"], title=e.get("title", ""), snippet=e.get("snippet", "")) for e in json.loads(raw))
+
+
+def _optional_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _domain_result(row: Any) -> DomainResult:
+    return DomainResult(
+        domain=row["domain"], status=ResultStatus(row["status"]), answer=_optional_bool(row["answer"]),
+        confidence=row["confidence"], reason=row["reason"], source=Source(row["source"]) if row["source"] else None,
+        evidence=_evidence(row["evidence"]), error=row["error"], evidence_status=row["evidence_status"],
+    )
+
+
+def _answer(row: Any) -> Answer:
+    return Answer(
+        domain=row["domain"], classifier=row["classifier"], status=ResultStatus(row["status"]),
+        answered_at=_time(row["answered_at"]), source=Source(row["source"]), answer=_optional_bool(row["answer"]),
+        confidence=row["confidence"], reason=row["reason"], evidence=_evidence(row["evidence"]),
+        error=row["error"], raw_output=row["raw_output"], model=row["model"], prompt_version=row["prompt_version"],
+        evidence_status=row["evidence_status"],
+    )
+
+
+def _answer_params(answer: Answer) -> dict[str, Any]:
+    return {
+        "domain": answer.domain, "classifier": answer.classifier, "status": answer.status.value,
+        "source": answer.source.value, "answer": answer.answer, "confidence": answer.confidence,
+        "reason": answer.reason, "evidence": _evidence_json(answer.evidence), "error": answer.error,
+        "raw_output": answer.raw_output, "model": answer.model, "prompt_version": answer.prompt_version,
+        "answered_at": answer.answered_at.timestamp(), "evidence_status": answer.evidence_status,
+    }

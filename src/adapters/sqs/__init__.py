@@ -1,0 +1,1 @@
+"""Amazon SQS (FIFO) as the work and reply queues."""

@@ -1,0 +1,1 @@
+"""The `firmsift` command line: parsing, the commands, and the classify client."""

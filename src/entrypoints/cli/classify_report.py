@@ -1,0 +1,67 @@
+"""What `firmsift classify` says on stderr while it runs: rejected rows, cells with several host names,
+failed domains (once each), progress, and the final count."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TextIO
+
+from firmsift.entrypoints.cli.classify_client import Tally
+from firmsift.entrypoints.cli.classify_rows import Row
+
+
+class ProgressLine:
+    """Progress on stderr: rewritten in place on a terminal (at most 5 times a second), one line every
+    `every` seconds otherwise, so a million rows do not make a million lines."""
+
+    def __init__(self, stream: TextIO | None = None, every: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = 0.2 if self.tty else every
+        self._last = time.monotonic()
+        self._shown = False
+
+    def __call__(self, row: Row, tally: Tally) -> None:
+        now = time.monotonic()
+        if now - self._last < self.every:
+            return
+        self._last, self._shown = now, True
+        self.stream.write("\r" + _counts(tally) if self.tty else _counts(tally) + "\n")
+        self.stream.flush()
+
+    def finish(self, tally: Tally) -> None:
+        if self.tty and self._shown:
+            self.stream.write("\r\033[K")
+        self.stream.write(f"{_counts(tally)}\n")
+        self.stream.flush()
+
+
+def _counts(tally: Tally) -> str:
+    return f"{tally.rows} rows: {tally.answered} answered, {tally.failed} failed, {tally.rejected} rejected"
+
+
+class RowReporter:
+    """Per-row messages on stderr: rejected rows, cells that held several host names, failed domains
+    (once each); then the progress line."""
+
+    def __init__(self, where: str, progress: ProgressLine) -> None:
+        self.where, self.progress = where, progress
+        self._reported: set[str] = set()
+
+    def __call__(self, row: Row, tally: Tally) -> None:
+        label = f"{self.where} {row.line}"
+        if row.domain is None:
+            self._say(f"{label}: rejected {json.dumps(row.cell, ensure_ascii=False)}: {row.error}")
+        elif row.taken is not None and row.taken.others:
+            self._say(f"{label}: took {row.taken.host} from {json.dumps(row.cell, ensure_ascii=False)} "
+                      f"(not used: {', '.join(row.taken.others)})")
+        if row.status == "FAILED" and row.domain and row.domain not in self._reported:
+            self._reported.add(row.domain)
+            self._say(f"{label}: failed {row.domain}: {(row.result or {}).get('error') or 'no error given'}")
+        self.progress(row, tally)
+
+    def _say(self, message: str) -> None:
+        prefix = "\r\033[K" if self.progress.tty else ""
+        print(prefix + message, file=sys.stderr)

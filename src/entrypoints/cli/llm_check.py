@@ -1,0 +1,84 @@
+"""`firmsift llm check`: one real call through the configured LLM settings, and what came of it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import sys
+import time
+from datetime import UTC, datetime
+from typing import TextIO
+
+from typing import TYPE_CHECKING
+
+from firmsift.adapters.llm.endpoint import api_base_host, is_local_api_base
+from firmsift.domain.model import ResultStatus
+from firmsift.entrypoints.logs import configure_logging
+from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.services.asking import ask_llm
+
+if TYPE_CHECKING:
+    from firmsift.domain.model import Answer, Classifier, Completion
+    from firmsift.ports.providers import LLM
+
+EXIT_OK, EXIT_FAILURE = 0, 1
+DEFAULT_DOMAIN = "unilever.com"
+
+
+def add_llm_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    llm = commands.add_parser("llm", help="check the configured LLM")
+    actions = llm.add_subparsers(dest="llm_command", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check", help="make one real call through the LLM settings and report what happened",
+        description="Ask the configured model one classification question (no web search: the model is told "
+                    "no evidence could be gathered), the way a worker does, with no retry. Prints the model, "
+                    "the API base host, the response format that worked, latency, tokens and the parsed "
+                    "answer; or the cause of the failure. Exits 0 when a readable answer came back, 1 if not.")
+    check.add_argument("--domain", default=DEFAULT_DOMAIN, help=f"domain to ask about (default {DEFAULT_DOMAIN})")
+    check.add_argument("--classifier", default="cpg", help="classifier to ask with (default: cpg)")
+
+
+def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    from firmsift.entrypoints.container import Container  # the wiring: only when the check runs
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+    container = Container(settings=settings)
+    catalog = container.catalog()
+    if args.classifier not in catalog:
+        raise ConfigurationError(f"no classifier named {args.classifier!r} (configured: {', '.join(sorted(catalog))})")
+    llm = container.llm()  # the adapter itself: one call, no retry, so a failure shows its own cause
+    host = api_base_host(settings.llm_api_base)
+    where = f"{host} ({'local' if is_local_api_base(settings.llm_api_base) else 'remote'})" if host \
+        else "the provider's default endpoint"
+    print(f"model:           {settings.llm_model}", file=out)
+    print(f"API base:        {where}", file=out)
+    asked_first = llm.mode
+    started = time.monotonic()
+    answer, completion = asyncio.run(_ask(llm, catalog[args.classifier], args.domain))
+    elapsed = time.monotonic() - started
+    if completion is not None:
+        fell_back = f" (after {asked_first.label} was refused)" if llm.mode != asked_first else ""
+        print(f"response format: {llm.mode.label}{fell_back}", file=out)
+    print(f"latency:         {elapsed:.2f} s", file=out)
+    if completion is not None:
+        print(f"tokens:          {_tokens(completion)}", file=out)
+    if answer.status is not ResultStatus.DONE:
+        print(f"firmsift llm check: FAILED: {answer.error}", file=err)
+        return EXIT_FAILURE
+    verdict = "yes" if answer.answer else "no"
+    print(f"answer:          {args.domain}: {verdict}, confidence {answer.confidence}: {answer.reason}", file=out)
+    return EXIT_OK
+
+
+async def _ask(llm: LLM, classifier: Classifier, domain: str) -> tuple[Answer, Completion | None]:
+    return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
+                         marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
+
+
+def _tokens(completion: Completion) -> str:
+    if completion.prompt_tokens is None and completion.completion_tokens is None:
+        return "not reported by the provider"
+    return f"{completion.prompt_tokens if completion.prompt_tokens is not None else '?'} in, " \
+           f"{completion.completion_tokens if completion.completion_tokens is not None else '?'} out"

@@ -1,0 +1,1 @@
+"""`firmsift eval`: inputs, runs and the Markdown/HTML reports."""

@@ -1,0 +1,225 @@
+"""`firmsift eval`: score candidates (model x prompt x search provider) on a labelled set of domains."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dependency_injector import providers
+from pydantic import SecretStr
+
+from firmsift.adapters.files.classifiers import ClassifierFileError, parse_classifier
+from firmsift.adapters.files.jsonl import JsonlFileError
+from firmsift.adapters.llm.endpoint import is_local_api_base
+from firmsift.adapters.decorators.retrying import RetryTally
+from firmsift.domain.errors import FirmsiftError
+from firmsift.domain.evaluation import LabelledDomain, Outcome
+from firmsift.domain.known_companies import with_parents
+from firmsift.domain.model import Classifier, KnownCompany
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.cli.csv_files import CsvFileError
+from firmsift.entrypoints.database_file import database_to_create
+from firmsift.entrypoints.eval.document import report_document
+from firmsift.entrypoints.eval.inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
+from firmsift.entrypoints.eval.progress import ProgressBar
+from firmsift.entrypoints.eval.report import summary_table, write_reports
+from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY
+from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
+from firmsift.ports.evaluation import Pricing
+from firmsift.services.evaluation_run import (
+    Candidate,
+    CandidateSpec,
+    Evaluation,
+    EvidenceSource,
+    LiveEvidence,
+    MissingSnapshots,
+    ReplayedEvidence,
+    evaluate,
+)
+
+EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Exit 0 once the reports are written; usage errors raise ConfigurationError (exit 2)."""
+    settings = Settings()
+    base = Container(settings=settings)
+    mode = "record" if args.record else "replay" if args.replay else "live"
+    tallies: dict[str, RetryTally] = {}
+    folder = args.output or Path("eval-reports") / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{args.labels.stem}"
+    try:
+        labels = read_labels(args.labels)[: args.limit]
+        # Every folder written to is checked before anything is paid for.
+        _writable_folder(folder, "--output")
+        if mode == "record":
+            _writable_folder(args.snapshots, "--snapshots")
+        declarations = (read_candidates(args.candidates) if args.candidates
+                        else [CandidateDeclaration(name=settings.llm_model)])
+        cache = None if args.no_cache else base.eval_cache(args.cache)
+        candidates = _candidates(declarations, base, args, mode, labels, tallies)
+    except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots) as error:
+        raise ConfigurationError(str(error)) from None
+    except OSError as error:
+        raise ConfigurationError(f"{error.filename or 'a file'}: {error.strerror or error}") from None
+    prices = {c.spec.model: (d.input_cost_per_million, d.output_cost_per_million)
+              for c, d in zip(candidates, declarations, strict=True)
+              if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
+    # A local server costs nothing per token: no price from litellm's map unless the candidate gave one.
+    local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base) and c.spec.model not in prices}
+    run = Evaluation(labels, candidates, _UnpricedModels(base.eval_pricing(prices), local), cache=cache, known=_known(args, labels, base),
+                     concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
+    started = datetime.now(UTC)
+    try:
+        outcomes = asyncio.run(_evaluate(run, base))
+    except ExceptionGroup as group:
+        failed = group.subgroup(OSError)  # the cache could not be written (disk full): stop and say so
+        if failed is None:
+            raise
+        error = _first(failed)
+        raise FirmsiftError(f"eval stopped: cannot write {error.filename or 'the LLM cache'}: "
+                            f"{error.strerror or error}") from None
+    except KeyboardInterrupt:
+        kept = f"; {len(cache)} answers are cached in {args.cache}" if cache is not None else ""
+        print(f"\nfirmsift eval: interrupted{kept}: run the same command again to resume", file=sys.stderr)
+        return 130
+    document = report_document(labels_file=str(args.labels), labels=labels, evidence=EVIDENCE_MODES[mode],
+                               started_at=started, finished_at=datetime.now(UTC),
+                               specs=[c.spec for c in candidates], outcomes=outcomes)
+    for candidate in document["candidates"]:
+        tally = tallies.get(candidate["name"], RetryTally())
+        candidate["retries"] = {"total": tally.total, "by_cause": dict(tally.by_cause.most_common())}
+    written = write_reports(document, folder)
+    print(summary_table(document))
+    for name, tally in tallies.items():
+        print(f"LLM retries for {name}: {tally.summary()}", file=sys.stderr)
+    print("reports: " + ", ".join(str(path) for path in written), file=sys.stderr)
+    return 0
+
+
+class _UnpricedModels:
+    """Pricing that knows no price for `models` (served locally), and defers to `inner` for the rest."""
+
+    def __init__(self, inner: Pricing, models: set[str]) -> None:
+        self.inner = inner
+        self.models = models
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        return None if model in self.models else self.inner.cost(model, prompt_tokens, completion_tokens)
+
+
+def _first(group: BaseExceptionGroup[OSError]) -> OSError:
+    error: OSError | BaseExceptionGroup[OSError] = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Refuse now a folder that could not be written at the end; create nothing yet."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigurationError(f"{option} {folder}: is a file, not a folder")
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigurationError(f"{option} {folder}: cannot create or write it ({existing} is not a writable folder)")
+
+
+def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
+                mode: str, labels: Sequence[LabelledDomain], tallies: dict[str, RetryTally]) -> list[Candidate]:
+    """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries,
+    counted by cause in `tallies` under the candidate's name), and its evidence source: one per
+    search provider, shared by the candidates that use it."""
+    snapshots = base.eval_snapshots(args.snapshots)
+    catalog = base.catalog()
+    sources: dict[str, EvidenceSource] = {}
+    candidates = []
+    for declaration in declarations:
+        container = _candidate_container(base, declaration, tallies.setdefault(declaration.name, RetryTally()))
+        settings = container.settings()
+        provider = settings.search_provider
+        if provider not in sources:
+            sources[provider] = (ReplayedEvidence(snapshots, provider, [i.domain for i in labels]) if mode == "replay"
+                                 else LiveEvidence(container.worker_search(), provider,
+                                                   record_to=snapshots if mode == "record" else None))
+        classifier = _classifier(declaration, catalog, args.classifier)
+        spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
+                             classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
+        candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
+    return candidates
+
+
+def _candidate_container(base: Container, declaration: CandidateDeclaration, tally: RetryTally) -> Container:
+    """The wiring of one candidate: its own settings, its LLM retries counted in `tally`, and its
+    HTTP clients opened among the run's (base's), so that they close when the run ends."""
+    container = Container(settings=_candidate_settings(base.settings(), declaration))
+    container.llm_retry_tally.override(providers.Object(tally))
+    container.http_clients.override(base.http_clients)
+    return container
+
+
+async def _evaluate(run: Evaluation, base: Container) -> dict[str, tuple[Outcome, ...]]:
+    async with base.http_clients():  # the candidates' search clients: replayed evidence opened none
+        return await evaluate(run)
+
+
+def _candidate_settings(base: Settings, declaration: CandidateDeclaration) -> Settings:
+    """The settings with this candidate's model, API base, key and search provider in place.
+    Built anew (not copied) so the settings' own checks run on the combination."""
+    overrides: dict[str, Any] = {}
+    if declaration.model:
+        overrides["llm_model"] = declaration.model
+    if declaration.api_base:
+        overrides["llm_api_base"] = declaration.api_base
+        # A server the candidate names gets only the key the candidate names: never the
+        # settings' or OPENAI_API_KEY, which belong to another provider.
+        overrides["llm_api_key"] = SecretStr(LOCAL_SERVER_PLACEHOLDER_KEY)
+    if declaration.search:
+        overrides["search_provider"] = declaration.search
+    if declaration.max_tokens:
+        overrides["llm_max_tokens"] = declaration.max_tokens
+    if declaration.api_key_env:
+        key = os.environ.get(declaration.api_key_env)
+        if not key:
+            raise ConfigurationError(f"candidate {declaration.name!r}: api_key_env names "
+                                     f"{declaration.api_key_env}, which is not set")
+        overrides["llm_api_key"] = SecretStr(key)
+    return Settings(**overrides) if overrides else base
+
+
+def _classifier(declaration: CandidateDeclaration, catalog: dict[str, Classifier], default: str) -> Classifier:
+    if declaration.classifier_file is not None:
+        try:
+            return parse_classifier(str(declaration.classifier_file), declaration.classifier_file.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigurationError(f"candidate {declaration.name!r}: cannot read classifier_file: {error}") from None
+        except ClassifierFileError as error:
+            raise ConfigurationError(f"candidate {declaration.name!r}: {error}") from None
+    name = declaration.classifier or default
+    if name not in catalog:
+        raise ConfigurationError(f"candidate {declaration.name!r}: no classifier named {name!r} "
+                                 f"(configured: {', '.join(sorted(catalog))})")
+    return catalog[name]
+
+
+def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain], base: Container) -> dict[str, KnownCompany]:
+    """The known companies among the labelled domains (and their parents), read from the
+    database only when asked: by default an evaluation scores the search + LLM path alone.
+    The schema is never migrated here: an evaluation does not change a database."""
+    if not args.known_companies:
+        return {}
+    database_to_create(base.settings(), "eval --known-companies")  # refuses to create an empty one
+    try:
+        return asyncio.run(base.store().find_known(with_parents([i.domain for i in labels])))
+    except (DatabaseFailure, InvalidDatabaseUrl) as error:
+        kind = type(error.__cause__).__name__  # SQLAlchemy's class for it: OperationalError, ProgrammingError...
+        raise ConfigurationError(f"--known-companies: cannot read the known companies from the database "
+                                 f"({kind}); is FIRMSIFT_DATABASE_URL right and migrated "
+                                 f"(`firmsift db upgrade`)?") from None
+    finally:
+        base.shutdown_resources()

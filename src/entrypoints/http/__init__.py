@@ -1,0 +1,1 @@
+"""The HTTP API (starlette): routes, authentication, limits, errors and the OpenAPI document."""

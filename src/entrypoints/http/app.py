@@ -1,0 +1,168 @@
+"""The HTTP API (Starlette): submit a classification job, poll it, check health, describe itself."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
+from firmsift.domain.job_document import accepted_document, job_document
+from firmsift.entrypoints.http.auth import Gate, auth_required
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.http.header_limit import HeaderLimit
+from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavailable
+from firmsift.entrypoints.http.json_body import read_json_body
+from firmsift.entrypoints.http.openapi import openapi_document
+from firmsift.entrypoints.http.rate_limit import TokenBuckets
+from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.services.submit import SubmitJob, find_job, submit_job
+
+ALLOWED_FIELDS = frozenset({"classifier", "domains"})
+DEFAULT_CLASSIFIER = "cpg"
+LOOPBACK = "127.0.0.1"  # where `firmsift serve` listens unless told otherwise
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    container: Container,
+    *,
+    background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    host: str = LOOPBACK,
+    not_ready: Mapping[str, str] | None = None,
+) -> Starlette:
+    """The ASGI app. `background` runs alongside it (the embedded worker of `firmsift serve`).
+    `host` is the address it will be served on: it decides whether FIRMSIFT_AUTH=auto requires
+    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
+    `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz."""
+    settings = container.settings()
+    keys_required = auth_required(settings.auth, host)
+    limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
+    failures = (TokenBuckets(settings.auth_failures_per_minute, holder="unknown API keys from this address")
+                if keys_required and settings.auth_failures_per_minute else None)
+    gate = Gate(container.api_keys() if keys_required else None, limiter, failures)
+    document = openapi_document(
+        auth_required=keys_required, classifiers=container.catalog(), max_domains=settings.max_domains_per_job,
+        max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
+    )
+
+    own_queues = {name for name in (settings.queue_name, settings.dead_letter_queue, settings.sqs_queue_url) if name}
+
+    async def submit(request: Request) -> JSONResponse:
+        caller = await gate.caller(request.headers, _address(request))  # before the body: strangers cost no parsing
+        body = await read_json_body(request, settings.max_body_bytes)
+        if not isinstance(body, dict):
+            raise InvalidRequest("body must be a JSON object", (Rejection(_kind(body), "expected an object"),))
+        unknown = sorted(set(body) - ALLOWED_FIELDS)
+        if unknown:
+            raise InvalidRequest("unknown fields in body", tuple(Rejection(k, "not a field; use classifier, domains") for k in unknown))
+        if "domains" not in body:
+            raise InvalidRequest("'domains' is required", (Rejection("domains", "missing"),))
+        reply_queue = request.headers.get("x-reply-queue")
+        if reply_queue is not None and reply_queue.strip() in own_queues:
+            # Replies there would be taken for jobs (or dropped as duplicates of them).
+            raise InvalidRequest("invalid X-Reply-Queue", (Rejection(reply_queue, "is one of firmsift's own queues"),))
+        command = SubmitJob(
+            classifier=body.get("classifier", DEFAULT_CLASSIFIER),
+            domains=body["domains"],
+            reply_queue=reply_queue,
+            caller=caller,
+            idempotency_key=request.headers.get("idempotency-key"),
+        )
+        outcomes = container.intake_outcomes()
+        try:
+            async with backend_deadline():
+                submission = await submit_job(
+                    command,
+                    catalog=container.catalog(),
+                    intake=container.intake(),
+                    max_domains=settings.max_domains_per_job,
+                )
+        except (QueueUnavailable, BackendUnavailable, DatabaseFailure):
+            outcomes.failed()  # /readyz says so until an intake succeeds again
+            raise
+        outcomes.succeeded()
+        job = submission.job
+        headers = {"Location": f"/domains/classify/{job.id}"}
+        if submission.replayed:
+            # Same status as the first answer, so a retry after a lost response looks like it.
+            headers["Idempotent-Replayed"] = "true"
+        else:
+            container.metrics().jobs_accepted.inc()
+        return JSONResponse(accepted_document(job), status_code=202, headers=headers)
+
+    @contextlib.asynccontextmanager
+    async def backend_deadline() -> AsyncIterator[None]:
+        """A partitioned database or queue answers nothing for minutes: answer 503 instead."""
+        try:
+            async with asyncio.timeout(settings.backend_timeout):
+                yield
+        except TimeoutError:
+            raise BackendUnavailable(f"no answer from the database or queue within {settings.backend_timeout:g}s") from None
+
+    async def poll(request: Request) -> JSONResponse:
+        caller = await gate.caller(request.headers, _address(request))
+        async with backend_deadline():
+            job = await find_job(request.path_params["job_id"], caller.owner, container.store())
+        return JSONResponse(job_document(job))
+
+    async def openapi(_request: Request) -> JSONResponse:
+        return JSONResponse(document)
+
+    async def healthz(_request: Request) -> JSONResponse:
+        """Liveness: the process serves requests."""
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(_request: Request) -> JSONResponse:
+        """Readiness: the database answers and takes writes, the work queue answers, the
+        latest intake did not fail, and (for `serve`) the embedded worker could start."""
+        checks = {**await container.readiness().check(), **(not_ready or {})}
+        ready = all(result == "ok" for result in checks.values())
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                            status_code=200 if ready else 503)
+
+    async def metrics(_request: Request) -> Response:
+        body, content_type = container.metrics().exposition()
+        return Response(body, media_type=content_type)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if background is not None:
+                await stack.enter_async_context(background())
+            yield
+
+    routes = [
+        Route("/domains/classify", submit, methods=["POST"]),
+        Route("/domains/classify/{job_id}", poll, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+    handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
+    return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
+                     middleware=[Middleware(HeaderLimit, max_bytes=settings.max_header_bytes)])
+
+
+async def client_disconnected(request: Request, _exc: Exception) -> Response:
+    """The client went away before its request was read: its business, not an error of ours.
+    The answer goes nowhere; it only ends the request quietly."""
+    log.debug("client disconnected before its request was read", extra={"path": request.url.path})
+    return Response(status_code=400)
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+def _kind(value: object) -> str:
+    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")

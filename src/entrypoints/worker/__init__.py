@@ -1,0 +1,1 @@
+"""The queue consumer: the worker loop and its health probe."""

@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey, digest_of
-from firmsift.entrypoints.cli.main import commands
+from firmsift.entrypoints.cli import commands
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli.main import build_parser
 from firmsift.entrypoints.http.app import create_app

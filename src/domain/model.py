@@ -44,6 +44,9 @@ class Evidence:
     url: str
     title: str = ""
     snippet: str = ""
+    # The search provider that found it, as a search chain marks it on the way to the answer;
+    # the stored answer keeps it as `search_provider`, not per item (None: not marked).
+    provider: str | None = None
 
 
 @dataclass(frozen=True)

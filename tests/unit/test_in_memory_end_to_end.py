@@ -42,4 +42,4 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
     [reply] = container.replies().published
     assert reply.queue == "team" and json.loads(reply.body) == shown
     assert llm.calls_about("snacks.example.com") == llm.calls_about("crm.example.org") == 1
-    assert sorted(container.search().queries) == ["crm.example.org", "snacks.example.com"]
+    assert sorted(container.searches()[0].queries) == ["crm.example.org", "snacks.example.com"]

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 
 from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
@@ -31,7 +32,7 @@ def graph(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slot
     container = in_memory_container(Settings(llm_concurrency=llm_slots))
     container.llm.override(llm or ScriptedLLM(YES))
     if search is not None:
-        container.search.override(search)
+        container.searches.override(providers.Object((search,)))
     if store is not None:
         container.store.override(store)
     return container

@@ -92,6 +92,7 @@ class Answer:
     error: str | None = None
     raw_output: str | None = None
     evidence_status: str | None = None  # how the search went; None where none was needed
+    search_provider: str | None = None  # whose evidence the answer rests on; None where it used none
     model: str | None = None
     prompt_version: str | None = None
 
@@ -109,6 +110,7 @@ class DomainResult:
     evidence: tuple[Evidence, ...] = ()
     error: str | None = None
     evidence_status: str | None = None
+    search_provider: str | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
@@ -122,6 +124,7 @@ class DomainResult:
             evidence=answer.evidence,
             error=answer.error,
             evidence_status=answer.evidence_status,
+            search_provider=answer.search_provider,
         )
 
 

@@ -43,5 +43,6 @@ def _result_document(result: DomainResult) -> dict[str, Any]:
         "source": result.source.value if result.source else None,
         "evidence": [{"url": e.url, "title": e.title} for e in result.evidence],
         "evidence_status": result.evidence_status,
+        "search_provider": result.search_provider,
         "error": result.error,
     }

@@ -44,6 +44,9 @@ class Evidence:
     url: str
     title: str = ""
     snippet: str = ""
+    # The search provider that found it, as a search chain marks it on the way to the answer;
+    # the stored answer keeps it as `search_provider`, not per item (None: not marked).
+    provider: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class Answer:
     error: str | None = None
     raw_output: str | None = None
     evidence_status: str | None = None  # how the search went; None where none was needed
+    search_provider: str | None = None  # whose evidence the answer rests on; None where it used none
     model: str | None = None
     prompt_version: str | None = None
 
@@ -106,6 +110,7 @@ class DomainResult:
     evidence: tuple[Evidence, ...] = ()
     error: str | None = None
     evidence_status: str | None = None
+    search_provider: str | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
@@ -119,6 +124,7 @@ class DomainResult:
             evidence=answer.evidence,
             error=answer.error,
             evidence_status=answer.evidence_status,
+            search_provider=answer.search_provider,
         )
 
 

@@ -9,7 +9,7 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
@@ -32,7 +32,7 @@ from firmsift.entrypoints.lazy_adapters import (
     ensure_declared_queues,
     make_llm,
     make_pricing,
-    make_search,
+    make_searches,
     make_sqs_queue,
     make_sqs_replies,
     open_sqs_client,
@@ -40,15 +40,28 @@ from firmsift.entrypoints.lazy_adapters import (
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
 from firmsift.services.process import JobDependencies
+from firmsift.services.search_chain import SearchChain
 from firmsift.services.submit import RecordThenPublish
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Job
+    from firmsift.ports.providers import Search
 
 
 def lease_holder_name() -> str:
     """A worker's name on the answer leases it holds: its host, its process and itself."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def worker_search_chain(searches: Sequence[Search], policy: RetryPolicy, requests_per_minute: float,
+                        metrics: Metrics) -> SearchChain:
+    """The search a worker uses: the configured providers asked in order, each behind its own
+    rate budget (each attempt waits for a slot), its own retries with backoff wrapping the
+    attempts, and its own metrics counting and timing whole calls."""
+    return SearchChain([
+        MeteredSearch(RetryingSearch(RateLimitedSearch(search, RateBudget(requests_per_minute)), policy), metrics)
+        for search in searches
+    ])
 
 
 def dead_letter_counter(metrics: Metrics) -> Callable[[Job], None]:
@@ -125,7 +138,7 @@ class Container(containers.DeclarativeContainer):
     )
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings)
-    search = providers.Singleton(make_search, settings, http_clients)
+    searches = providers.Singleton(make_searches, settings, http_clients)  # one adapter per provider, in order
     intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
     readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)
     leases = providers.Singleton(SqlLeases, engine)
@@ -142,14 +155,13 @@ class Container(containers.DeclarativeContainer):
         max_delay=settings.provided.retry_max_delay, deadline=settings.provided.search_deadline,
         max_retry_after=settings.provided.max_retry_after)
     llm_budget = providers.Singleton(RateBudget, settings.provided.llm_requests_per_minute)
-    search_budget = providers.Singleton(RateBudget, settings.provided.search_requests_per_minute)
     # None: each retry is logged; `firmsift eval` puts a RetryTally here to summarise them by cause.
     llm_retry_tally = providers.Object(None)
     worker_llm = providers.Singleton(MeteredLLM, providers.Singleton(
         RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy,
         tally=llm_retry_tally), metrics)
-    worker_search = providers.Singleton(MeteredSearch, providers.Singleton(
-        RetryingSearch, providers.Singleton(RateLimitedSearch, search, search_budget), search_retry_policy), metrics)
+    worker_search = providers.Singleton(worker_search_chain, searches, search_retry_policy,
+                                        settings.provided.search_requests_per_minute, metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)
 
     # A worker, built anew on each call: its own LLM slots, single flight and lease holder name,

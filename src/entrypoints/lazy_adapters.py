@@ -49,16 +49,20 @@ def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
     return LitellmPricing(overrides)
 
 
-def make_search(settings: Settings, clients: contextlib.AsyncExitStack) -> Search:
-    """The configured search provider. Its HTTP client is opened on first use, on the event loop
-    that uses it, and closed when `clients` closes (see Container.http_clients)."""
-    search = _search_adapter(settings)
-    clients.push_async_callback(search.aclose)
-    return search
+def make_searches(settings: Settings, clients: contextlib.AsyncExitStack) -> tuple[Search, ...]:
+    """The configured search providers, in the order they are asked. Their HTTP clients are opened
+    on first use, on the event loop that uses them, and closed when `clients` closes (see
+    Container.http_clients)."""
+    searches = []
+    for provider in settings.search_providers:
+        search = _search_adapter(settings, provider)
+        clients.push_async_callback(search.aclose)
+        searches.append(search)
+    return tuple(searches)
 
 
-def _search_adapter(settings: Settings) -> HomepageSearch | SearxngSearch | TavilySearch | BraveSearch:
-    """The adapter of the configured provider; Settings has already checked its URL or key is set."""
+def _search_adapter(settings: Settings, provider: str) -> HomepageSearch | SearxngSearch | TavilySearch | BraveSearch:
+    """The adapter of one configured provider; Settings has already checked its URL or key is set."""
 
     # Imported here: only a worker searches, and the API process must stay small (httpx, tldextract).
     from firmsift.adapters.search.brave import BraveSearch
@@ -70,11 +74,11 @@ def _search_adapter(settings: Settings) -> HomepageSearch | SearxngSearch | Tavi
         return value.get_secret_value() if value else ""
 
     common = {"timeout": settings.search_timeout, "max_results": settings.search_max_results}
-    if settings.search_provider == "searxng":
+    if provider == "searxng":
         return SearxngSearch(settings.searxng_url or "", **common)
-    if settings.search_provider == "tavily":
+    if provider == "tavily":
         return TavilySearch(secret(settings.tavily_api_key), base_url=settings.tavily_base_url, **common)
-    if settings.search_provider == "brave":
+    if provider == "brave":
         return BraveSearch(secret(settings.brave_api_key), base_url=settings.brave_base_url, **common)
     # Per request search_timeout; the whole fetch (both schemes, every redirect) within the
     # search deadline, so the homepage obeys the same settings as the search APIs.

@@ -42,6 +42,6 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         leases=providers.Singleton(InMemoryLeases),
         readiness=providers.Singleton(InMemoryReadiness, container.intake_outcomes),
         llm=providers.Singleton(ScriptedLLM),
-        search=providers.Singleton(StaticSearch),
+        searches=providers.List(providers.Singleton(StaticSearch)),  # a chain of one provider, `static`
     )
     return container

@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from firmsift.domain.search_providers import InvalidSearchProviders, chain_name, parse_search_providers
+
 CONFIG_FILE_VARIABLE = "FIRMSIFT_CONFIG_FILE"
 # The databases firmsift runs on, with the drivers it ships (pysqlite, psycopg 3); a URL naming
 # another would fail later with a bare ModuleNotFoundError or SQL the server does not speak.
@@ -59,7 +61,8 @@ class Settings(BaseSettings):
     retry_max_delay: float = Field(20.0, ge=0, le=300, description="cap on the backoff ceiling")
     max_retry_after: float = Field(60.0, ge=0, le=600, description="a longer Retry-After fails the call at once")
 
-    search_provider: Literal["homepage", "searxng", "tavily", "brave"] = "homepage"
+    search_provider: str = Field(
+        "homepage", description="a search provider, or several separated by commas, asked in that order")
     searxng_url: str | None = None
     tavily_api_key: SecretStr | None = None
     tavily_base_url: str = "https://api.tavily.com"
@@ -106,14 +109,21 @@ class Settings(BaseSettings):
                              "or PostgreSQL (postgresql://user:password@host:5432/database)")
         return url
 
+    @field_validator("search_provider")
+    @classmethod
+    def _search_providers_are_known(cls, value: str) -> str:
+        try:
+            return chain_name(parse_search_providers(value))
+        except InvalidSearchProviders as error:
+            raise ValueError(str(error)) from None
+
     @model_validator(mode="after")
-    def _provider_is_configured(self) -> Settings:
+    def _providers_are_configured(self) -> Settings:
         needs = {"searxng": ("searxng_url", self.searxng_url), "tavily": ("tavily_api_key", self.tavily_api_key),
                  "brave": ("brave_api_key", self.brave_api_key)}
-        if self.search_provider in needs:
-            name, value = needs[self.search_provider]
-            if not value:
-                raise ValueError(f"search_provider={self.search_provider} needs FIRMSIFT_{name.upper()} to be set")
+        missing = [f"FIRMSIFT_{needs[p][0].upper()}" for p in self.search_providers if p in needs and not needs[p][1]]
+        if missing:
+            raise ValueError(f"search_provider={self.search_provider} needs {' and '.join(missing)} to be set")
         return self
 
     @model_validator(mode="after")
@@ -122,6 +132,11 @@ class Settings(BaseSettings):
             raise ValueError("queue_backend=sqs needs a FIFO queue: set FIRMSIFT_QUEUE_NAME to a name ending in "
                              ".fifo or FIRMSIFT_SQS_QUEUE_URL")
         return self
+
+    @property
+    def search_providers(self) -> tuple[str, ...]:
+        """The search providers to ask, in order (search_provider is already checked and canonical)."""
+        return tuple(self.search_provider.split(","))
 
     @property
     def dead_letter_queue(self) -> str:

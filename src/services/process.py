@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from firmsift.domain.background import alongside
 from firmsift.domain.clock import utc_now
 from firmsift.domain.evidence_status import after_failed_search, after_search
+from firmsift.domain.evidence_use import evidence_provider
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.known_companies import known_company, known_company_reason, with_parents
@@ -227,4 +228,4 @@ async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies) -
         evidence, searched = [], after_failed_search(error)
     answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, slots=deps.llm_slots,
                               marker=deps.new_marker(), now=deps.now)
-    return replace(answer, evidence_status=searched)
+    return replace(answer, evidence_status=searched, search_provider=evidence_provider(evidence))

@@ -57,7 +57,7 @@ def worker_on(engine: Engine, work: SqlQueue, dead: SqlQueue, replies: ReplyPubl
     container = Container(settings=Settings(wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
                                             dead_letter_check_interval=0.05, llm_concurrency=2))
     container.override_providers(engine=engine, work_queue=work, dead_letters=dead, replies=replies,
-                                 llm=llm or ScriptedLLM(YES), search=StaticSearch())
+                                 llm=llm or ScriptedLLM(YES), searches=(StaticSearch(),))
     return container.worker()
 
 

@@ -23,7 +23,9 @@ def test_snapshots_round_trip_per_provider_and_the_latest_recording_wins(tmp_pat
     files.save("searxng", "b.com", GatheredEvidence((), 1.5, error="search down"))
     files.save("searxng", "a.com", GatheredEvidence((Evidence("https://a.com/new"),), 0.5))
     files.save("tavily", "a.com", GatheredEvidence((hostile,), 0.1))
+    files.save("homepage,searxng", "a.com", GatheredEvidence((hostile,), 0.2))  # a chain of providers
     reread = SnapshotFiles(tmp_path / "snaps")
+    assert reread.load("homepage,searxng")["a.com"].evidence == (hostile,)
     assert reread.load("searxng") == {"a.com": GatheredEvidence((Evidence("https://a.com/new"),), 0.5),
                                       "b.com": GatheredEvidence((), 1.5, error="search down")}
     assert reread.load("tavily")["a.com"].evidence == (hostile,)  # untrusted text kept verbatim, as data

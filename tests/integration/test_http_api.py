@@ -12,7 +12,9 @@ from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.queue import InMemoryQueue
+from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import QueueUnavailable
+from firmsift.domain.model import Answer, DomainResult, Evidence, ResultStatus, Source
 from firmsift.services.submit import RecordThenPublish
 
 from firmsift.entrypoints.http.app import create_app
@@ -56,6 +58,18 @@ def test_accepts_a_job_writes_it_pending_and_queues_its_id(client: TestClient, c
     assert [(r["domain"], r["status"]) for r in polled["results"]] == [("example.com", "PENDING"), ("b.org", "PENDING")]
     messages = anyio.run(lambda: container.work_queue().receive(max_messages=5))
     assert [json.loads(m.body) for m in messages] == [{"job_id": body["job_id"]}]
+
+
+def test_a_finished_domain_says_whose_evidence_its_answer_used(client: TestClient, container) -> None:
+    job_id = post(client, {"domains": ["a.com", "b.com"]}).json()["job_id"]
+    answer = Answer(domain="a.com", classifier="cpg", status=ResultStatus.DONE, answered_at=utc_now(),
+                    source=Source.LLM, answer=True, confidence=4, reason="Makes snacks.",
+                    evidence=(Evidence("https://a.com/", "A", "Snacks"),), evidence_status="found",
+                    search_provider="searxng")
+    anyio.run(lambda: container.store().save_result(job_id, DomainResult.from_answer(answer, Source.LLM), answer))
+    results = client.get(f"/domains/classify/{job_id}").json()["results"]
+    assert [(r["domain"], r["evidence_status"], r["search_provider"]) for r in results] == [
+        ("a.com", "found", "searxng"), ("b.com", None, None)]
 
 
 def test_every_invalid_domain_is_named_with_its_reason(client: TestClient) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.adapters.sql import migrations
+from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.adapters.sql.tables import jobs
 from firmsift.domain.model import (
@@ -52,7 +55,7 @@ def answer(domain: str, **changes: object) -> Answer:
         domain=domain, classifier="cpg", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
         answer=True, confidence=4, reason="Makes snacks.",
         evidence=(Evidence("https://a.com/about", "About", "snacks"),), raw_output='{"is_cpg": true}',
-        model="m", prompt_version="v1", evidence_status="none: could not resolve host",
+        model="m", prompt_version="v1", evidence_status="none: could not resolve host", search_provider="searxng",
     )
     values.update(changes)
     return Answer(**values)  # type: ignore[arg-type]
@@ -156,6 +159,32 @@ async def test_a_finished_job_keeps_its_results_but_the_answer_is_cached(store, 
     assert (await store.get_answers(["a.com"], "cpg")) == {"a.com": late}  # paid for: kept for the next job
     await store.set_job_status("j1", JobStatus.RUNNING)  # redriven
     assert await store.save_result("j1", DomainResult.from_answer(late, Source.CACHE), None) is True
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_rows_written_before_search_providers_were_recorded_read_as_none(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with contextlib.ExitStack() as stack:
+        if backend == "postgresql":
+            engine = stack.enter_context(postgres_engine(migrate=False))
+        else:
+            engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+            stack.callback(engine.dispose)
+        with monkeypatch.context() as before:
+            before.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 4))
+            migrations.upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, "
+                              "evidence, answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 4, 'old', '[]', 0)"))
+            conn.execute(text("INSERT INTO jobs (id, classifier, status, created_at, updated_at) "
+                              "VALUES ('j1', 'cpg', 'DONE', 0, 0)"))
+            conn.execute(text("INSERT INTO job_domains (job_id, position, domain, status, source, answer, confidence) "
+                              "VALUES ('j1', 0, 'a.com', 'DONE', 'llm', TRUE, 4)"))
+        assert [m.version for m in migrations.upgrade(engine)][0] == 4
+        store = SqlStore(engine)
+        old = (await store.get_answers(["a.com"], "cpg"))["a.com"]
+        assert (old.reason, old.search_provider) == ("old", None)
+        assert (await store.get_job("j1")).result_for("a.com").search_provider is None
 
 
 @pytest.mark.parametrize("backend", SQL_BACKENDS)

@@ -41,7 +41,7 @@ class Harness:
         container = Container(settings=Settings(wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
                                                 llm_concurrency=1))
         container.override_providers(engine=engine, work_queue=self.queue, replies=self.replies, llm=llm,
-                                     search=StaticSearch())
+                                     searches=(StaticSearch(),))
         self.worker = container.worker()
 
     async def submit(self, *domains: str) -> str:

@@ -48,13 +48,15 @@ def test_candidates_are_read_with_paths_relative_to_their_file(tmp_path: Path) -
     path = write(tmp_path, "c.toml", '[[candidate]]\nname = "mini-v2"\nmodel = "openai/gpt-5.4-mini"\n'
                                      'classifier_file = "prompts/cpg-v2.toml"\nsearch = "searxng"\nmax_tokens = 300\n'
                                      'input_cost_per_million = 1\noutput_cost_per_million = 2.5\n'
-                                     '[[candidate]]\nname = "plain"\n')
-    first, second = read_candidates(path)
+                                     '[[candidate]]\nname = "plain"\n'
+                                     '[[candidate]]\nname = "chained"\nsearch = "Homepage, searxng"\n')
+    first, second, chained = read_candidates(path)
     assert first == CandidateDeclaration("mini-v2", model="openai/gpt-5.4-mini",
                                          classifier_file=(tmp_path / "prompts" / "cpg-v2.toml").resolve(),
                                          search="searxng", max_tokens=300, input_cost_per_million=1.0,
                                          output_cost_per_million=2.5)
     assert second == CandidateDeclaration("plain")
+    assert chained == CandidateDeclaration("chained", search="homepage,searxng")  # as FIRMSIFT_SEARCH_PROVIDER spells it
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -65,6 +67,7 @@ def test_candidates_are_read_with_paths_relative_to_their_file(tmp_path: Path) -
     ('[[candidate]]\nname = "a"\ninput_cost_per_million = nan\noutput_cost_per_million = 1\n', "must be finite"),
     ('[[candidate]]\nname = "a"\noutput_cost_per_million = inf\ninput_cost_per_million = 1\n', "must be finite"),
     ('[[candidate]]\nname = "a"\nmodel = ""\n', "model is empty"),
+    ('[[candidate]]\nname = "a"\nsearch = "searxng,searxng"\n', "search 'searxng,searxng': entry 2 ('searxng') repeats"),
     ('[[candidate]]\nname = "a"\napi_base = "not a url"\n', "must be an http:// or https:// URL"),
     ('[[candidate]]\nname = "a"\nmax_tokens = true\n', "max_tokens has the wrong type"),
     ('[[candidate]]\nname = "a"\nmax_tokens = 4\n', "at least 16"),

@@ -5,9 +5,11 @@ back over HTTP and arrives on the caller's reply queue."""
 import json
 import time
 
+from dependency_injector import providers
 from starlette.testclient import TestClient
 
-from firmsift.adapters.memory.providers import ScriptedLLM
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.domain.errors import ProviderError
 from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.runtime import running_worker
@@ -22,6 +24,10 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
     container = in_memory_container(Settings(wait_time=0.2))
     llm = ScriptedLLM(YES, by_domain={"crm.example.org": NO})
     container.llm.override(llm)
+    # A chain of two search providers: the first fails, the second's evidence is used.
+    homepage = StaticSearch(ProviderError("homepage: answered HTTP 503"), name="homepage")
+    searxng = StaticSearch(name="searxng")
+    container.searches.override(providers.Object((homepage, searxng)))
     app = create_app(container, background=lambda: running_worker(container))
 
     with TestClient(app) as client:
@@ -37,9 +43,9 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
             time.sleep(0.01)
 
     assert shown["status"] == "DONE"
-    assert [(r["domain"], r["answer"], r["source"]) for r in shown["results"]] == [
-        ("snacks.example.com", True, "llm"), ("crm.example.org", False, "llm")]
+    assert [(r["domain"], r["answer"], r["source"], r["search_provider"]) for r in shown["results"]] == [
+        ("snacks.example.com", True, "llm", "searxng"), ("crm.example.org", False, "llm", "searxng")]
     [reply] = container.replies().published
     assert reply.queue == "team" and json.loads(reply.body) == shown
     assert llm.calls_about("snacks.example.com") == llm.calls_about("crm.example.org") == 1
-    assert sorted(container.search().queries) == ["crm.example.org", "snacks.example.com"]
+    assert sorted(homepage.queries) == sorted(searxng.queries) == ["crm.example.org", "snacks.example.com"]

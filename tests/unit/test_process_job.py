@@ -5,6 +5,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 
 from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
@@ -31,7 +32,7 @@ def graph(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slot
     container = in_memory_container(Settings(llm_concurrency=llm_slots))
     container.llm.override(llm or ScriptedLLM(YES))
     if search is not None:
-        container.search.override(search)
+        container.searches.override(providers.Object((search,)))
     if store is not None:
         container.store.override(store)
     return container
@@ -180,12 +181,40 @@ async def test_the_evidence_status_says_found_or_nothing_found_and_is_reused_wit
     assert job.results[0].evidence_status == "none: the search found nothing"
 
 
+async def test_the_answer_records_whose_evidence_it_used_and_the_cache_keeps_it() -> None:
+    failing = StaticSearch(ProviderError("homepage: a.com answered HTTP 503"), name="homepage")
+    container = graph()
+    container.searches.override(providers.Object((failing, StaticSearch(name="searxng"))))
+    store, deps = container.store(), container.job_dependencies(now=lambda: NOW)
+    await add_job(store, "a.com")
+    job = await process_job("job-1", deps)
+    assert (job.results[0].search_provider, job.results[0].evidence_status) == ("searxng", "found")
+    assert store.answers[("a.com", "cpg")].search_provider == "searxng"
+    await add_job(store, "a.com", job_id="job-2")
+    again = await process_job("job-2", deps)
+    assert again.results[0].source is Source.CACHE and again.results[0].search_provider == "searxng"
+
+
+async def test_when_every_search_provider_fails_the_answer_names_each_and_no_provider() -> None:
+    container = graph()
+    container.searches.override(providers.Object((
+        StaticSearch(ProviderError("homepage: a.com answered HTTP 503"), name="homepage"),
+        StaticSearch(ProviderError("tavily: search answered HTTP 401 (check the API key)"), name="tavily"))))
+    store, deps = container.store(), container.job_dependencies(now=lambda: NOW)
+    await add_job(store, "a.com")
+    [result] = (await process_job("job-1", deps)).results
+    assert result.status is ResultStatus.DONE and result.search_provider is None
+    assert result.evidence_status == ("none: homepage: a.com answered HTTP 503; "
+                                      "tavily: search answered HTTP 401 (check the API key)")
+
+
 async def test_a_known_company_needs_no_search_and_has_no_evidence_status() -> None:
     store, deps, llm = make()
     await store.upsert_known([KnownCompany("a.com", "A")])
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert job.results[0].source is Source.KNOWN_COMPANY and job.results[0].evidence_status is None
+    assert job.results[0].search_provider is None
 
 
 async def test_unknown_job_returns_none() -> None:

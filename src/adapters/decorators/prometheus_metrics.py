@@ -31,9 +31,10 @@ class Metrics:
         self.llm_calls = Counter("firmsift_llm_calls", "LLM calls, by outcome", ["outcome"], registry=r)
         self.llm_seconds = Histogram("firmsift_llm_call_seconds", "LLM call latency", buckets=_LATENCY_BUCKETS,
                                      registry=r)
-        self.search_calls = Counter("firmsift_search_calls", "Search calls, by outcome", ["outcome"], registry=r)
-        self.search_seconds = Histogram("firmsift_search_call_seconds", "Search call latency",
-                                        buckets=_LATENCY_BUCKETS, registry=r)
+        self.search_calls = Counter("firmsift_search_calls", "Search calls, by provider and outcome",
+                                    ["provider", "outcome"], registry=r)
+        self.search_seconds = Histogram("firmsift_search_call_seconds", "Search call latency, by provider",
+                                        ["provider"], buckets=_LATENCY_BUCKETS, registry=r)
         self.messages_received = Counter("firmsift_queue_messages_received", "Work-queue messages received",
                                          registry=r)
         self.messages_deleted = Counter("firmsift_queue_messages_deleted", "Work-queue messages deleted", registry=r)
@@ -52,18 +53,18 @@ class Metrics:
 
 
 @contextlib.contextmanager
-def _observed(calls: Counter, seconds: Histogram) -> Iterator[None]:
-    """Count the call by outcome and time it, whatever happens."""
+def _observed(calls: Counter, seconds: Histogram, **labels: str) -> Iterator[None]:
+    """Count the call by outcome and time it, whatever happens, under `labels` (e.g. the provider)."""
     started = time.perf_counter()
     try:
         yield
     except Exception:
-        calls.labels(outcome="error").inc()
+        calls.labels(outcome="error", **labels).inc()
         raise
     else:
-        calls.labels(outcome="ok").inc()
+        calls.labels(outcome="ok", **labels).inc()
     finally:
-        seconds.observe(time.perf_counter() - started)
+        (seconds.labels(**labels) if labels else seconds).observe(time.perf_counter() - started)
 
 
 class MeteredLLM:
@@ -80,7 +81,7 @@ class MeteredLLM:
 
 
 class MeteredSearch:
-    """A search provider that counts and times every call of the one it wraps."""
+    """A search provider that counts and times every call of the one it wraps, by its name."""
 
     def __init__(self, search: Search, metrics: Metrics) -> None:
         self.inner = search
@@ -88,7 +89,7 @@ class MeteredSearch:
         self.metrics = metrics
 
     async def gather(self, domain: str) -> list[Evidence]:
-        with _observed(self.metrics.search_calls, self.metrics.search_seconds):
+        with _observed(self.metrics.search_calls, self.metrics.search_seconds, provider=self.name):
             return await self.inner.gather(domain)
 
 

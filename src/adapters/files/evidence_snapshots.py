@@ -1,4 +1,5 @@
-"""Evidence snapshots on disk: one JSON Lines file per search provider, the latest line per domain wins."""
+"""Evidence snapshots on disk: one JSON Lines file per search provider (or chain of them, named
+like `homepage,searxng`), the latest line per domain wins."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from firmsift.adapters.files.jsonl import JsonlFileError, append_record, read_re
 from firmsift.domain.evaluation import GatheredEvidence
 from firmsift.domain.model import Evidence
 
-_PROVIDER = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+_PROVIDER = re.compile(r"^[a-z][a-z0-9_,-]{0,59}$")  # a provider's name, or a chain's: names and commas
 
 
 class SnapshotFiles:

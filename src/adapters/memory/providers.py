@@ -73,16 +73,20 @@ def _asks_about(user: str, domain: str) -> bool:
 
 
 class StaticSearch:
-    """Returns the same kind of evidence for every domain, or raises `failure` when set."""
+    """Returns the same kind of evidence for every domain (or `evidence` as given, `[]` for none),
+    or raises `failure` when set. `queries` records the domains asked about, in order."""
 
-    name = "static"
-
-    def __init__(self, failure: ProviderError | None = None) -> None:
+    def __init__(self, failure: ProviderError | None = None, *, name: str = "static",
+                 evidence: list[Evidence] | None = None) -> None:
+        self.name = name
         self.failure = failure
+        self.evidence = evidence
         self.queries: list[str] = []
 
     async def gather(self, domain: str) -> list[Evidence]:
         self.queries.append(domain)
         if self.failure is not None:
             raise self.failure
+        if self.evidence is not None:
+            return list(self.evidence)
         return [Evidence(url=f"https://{domain}/about", title=f"About {domain}", snippet=f"{domain} makes snacks.")]

@@ -119,10 +119,19 @@ def _m003_evidence_status(_dialect: str) -> list[str]:
     ]
 
 
+def _m004_search_provider(_dialect: str) -> list[str]:
+    # Which search provider's evidence an answer used; NULL where it used none, and on older rows.
+    return [
+        "ALTER TABLE answers ADD COLUMN search_provider TEXT",
+        "ALTER TABLE job_domains ADD COLUMN search_provider TEXT",
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m001_initial),
     Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
     Migration(3, "evidence_status", _m003_evidence_status),
+    Migration(4, "search_provider", _m004_search_provider),
 )
 
 CREATE_MIGRATIONS_TABLE = (

@@ -25,15 +25,17 @@ T = TypeVar("T")
 # Targets the primary key answers (domain, classifier): a repeat overwrites instead of duplicating.
 UPSERT_ANSWER = text("""
     INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
-                         error, raw_output, model, prompt_version, answered_at, evidence_status)
+                         error, raw_output, model, prompt_version, answered_at, evidence_status,
+                         search_provider)
     VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
-            :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status)
+            :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status,
+            :search_provider)
     ON CONFLICT (domain, classifier) DO UPDATE SET
         status = excluded.status, source = excluded.source, answer = excluded.answer,
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
         error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
         prompt_version = excluded.prompt_version, answered_at = excluded.answered_at,
-        evidence_status = excluded.evidence_status
+        evidence_status = excluded.evidence_status, search_provider = excluded.search_provider
 """)
 
 # Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
@@ -124,7 +126,7 @@ class SqlStore:
                         status=result.status.value, source=result.source.value if result.source else None,
                         answer=result.answer, confidence=result.confidence, reason=result.reason,
                         evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
-                        evidence_status=result.evidence_status,
+                        evidence_status=result.evidence_status, search_provider=result.search_provider,
                     )
                 )
             if answer is not None:
@@ -225,6 +227,7 @@ def _domain_result(row: Any) -> DomainResult:
         domain=row["domain"], status=ResultStatus(row["status"]), answer=_optional_bool(row["answer"]),
         confidence=row["confidence"], reason=row["reason"], source=Source(row["source"]) if row["source"] else None,
         evidence=_evidence(row["evidence"]), error=row["error"], evidence_status=row["evidence_status"],
+        search_provider=row["search_provider"],
     )
 
 
@@ -234,7 +237,7 @@ def _answer(row: Any) -> Answer:
         answered_at=_time(row["answered_at"]), source=Source(row["source"]), answer=_optional_bool(row["answer"]),
         confidence=row["confidence"], reason=row["reason"], evidence=_evidence(row["evidence"]),
         error=row["error"], raw_output=row["raw_output"], model=row["model"], prompt_version=row["prompt_version"],
-        evidence_status=row["evidence_status"],
+        evidence_status=row["evidence_status"], search_provider=row["search_provider"],
     )
 
 
@@ -245,4 +248,5 @@ def _answer_params(answer: Answer) -> dict[str, Any]:
         "reason": answer.reason, "evidence": _evidence_json(answer.evidence), "error": answer.error,
         "raw_output": answer.raw_output, "model": answer.model, "prompt_version": answer.prompt_version,
         "answered_at": answer.answered_at.timestamp(), "evidence_status": answer.evidence_status,
+        "search_provider": answer.search_provider,
     }

@@ -37,6 +37,7 @@ job_domains = Table(
     Column("error", Text),
     Column("finished_at", Float),
     Column("evidence_status", Text),
+    Column("search_provider", Text),
 )
 
 answers = Table(
@@ -56,6 +57,7 @@ answers = Table(
     Column("prompt_version", Text),
     Column("answered_at", Float, nullable=False),
     Column("evidence_status", Text),
+    Column("search_provider", Text),
 )
 
 known_companies = Table(

@@ -11,11 +11,11 @@ from typing import Any
 
 from firmsift.domain.evaluation import LabelledDomain
 from firmsift.domain.normalize import DomainRejected, normalize_domain
+from firmsift.domain.search_providers import InvalidSearchProviders, chain_name, parse_search_providers
 from firmsift.entrypoints.cli.csv_files import read_csv_records
 
 _YES, _NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
-_SEARCH_PROVIDERS = ("homepage", "searxng", "tavily", "brave")
 _SHOWN_PROBLEMS = 20
 
 
@@ -109,8 +109,11 @@ def _candidate(path: Path, number: int, table: dict[str, Any], problems: list[st
         problems.append(f"{where}: name {name!r} must be 1-60 letters, digits, '.', '_' or '-'")
     if "classifier" in values and "classifier_file" in values:
         problems.append(f"{where}: give classifier or classifier_file, not both")
-    if values.get("search") is not None and values["search"] not in _SEARCH_PROVIDERS:
-        problems.append(f"{where}: search {values['search']!r} must be one of {', '.join(_SEARCH_PROVIDERS)}")
+    if values.get("search") is not None:
+        try:  # one provider or a chain, as FIRMSIFT_SEARCH_PROVIDER takes them
+            values["search"] = chain_name(parse_search_providers(values["search"]))
+        except InvalidSearchProviders as error:
+            problems.append(f"{where}: search {values['search']!r}: {error}")
     if ("input_cost_per_million" in values) != ("output_cost_per_million" in values):
         problems.append(f"{where}: give both input_cost_per_million and output_cost_per_million, or neither")
     prices = [values[k] for k in ("input_cost_per_million", "output_cost_per_million") if k in values]

@@ -72,7 +72,7 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
         "Result": {
             "type": "object", "additionalProperties": False,
             "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                         "evidence_status", "error"],
+                         "evidence_status", "search_provider", "error"],
             "properties": {
                 "domain": {"type": "string"}, "status": {"enum": RESULT_STATUSES},
                 "answer": {"type": ["boolean", "null"]},
@@ -84,6 +84,10 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                 "evidence_status": {**nullable_string, "description": (
                     "how the search for evidence went: `found`, `none: the search found nothing` or "
                     "`none: <why it failed>`; null where no search ran (known company, pending)")},
+                "search_provider": {**nullable_string, "description": (
+                    "the search provider whose evidence the answer used (`homepage`, `searxng`, `tavily` "
+                    "or `brave`: the first of a chain that found useful evidence); null where it used none "
+                    "(no search, nothing found, every provider failed) or was answered before it was recorded")},
                 "error": nullable_string,
             },
         },

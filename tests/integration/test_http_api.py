@@ -8,10 +8,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from dependency_injector import providers
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from firmsift.adapters.memory_queue import InMemoryQueue
+from firmsift.adapters.sql_engine import make_engine
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.services.submit import RecordThenPublish
 
@@ -192,6 +194,26 @@ def test_a_database_failure_on_poll_is_503_and_the_log_keeps_the_driver_error(
                                   "message": "the database or queue is unavailable; try again later"}
     [logged] = [record for record in caplog.records if record.getMessage() == "backend unavailable"]
     assert logged.error.startswith("OperationalError: (sqlite3.OperationalError) no such table: job_domains")
+
+
+def test_no_free_database_connection_is_503_not_500(container, caplog: pytest.LogCaptureFixture) -> None:
+    """Every connection of the pool busy past its timeout (here the file's one, held below) is an
+    outage the caller can wait out: 503 with Retry-After, SQLAlchemy's words in the log only."""
+    container.engine().dispose()
+    container.engine.override(providers.Singleton(make_engine, container.settings().database_url,
+                                                  sqlite_pool_timeout=0.1))
+    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+        job_id = post(client, {"domains": ["a.com"]}).json()["job_id"]
+        with container.engine().connect(), caplog.at_level(logging.ERROR, logger="firmsift.entrypoints.http_errors"):
+            polled = client.get(f"/domains/classify/{job_id}")
+            posted = post(client, {"domains": ["b.com"]})
+        assert client.get(f"/domains/classify/{job_id}").status_code == 200  # the connection is back
+    assert polled.status_code == posted.status_code == 503
+    assert polled.headers["retry-after"] == posted.headers["retry-after"] == "5"
+    assert error_of(polled)["code"] == "service_unavailable"
+    assert error_of(posted)["code"] == "queue_unavailable"  # the intake's own word: the job was not accepted
+    [logged] = [record for record in caplog.records if record.getMessage() == "backend unavailable"]
+    assert logged.error.startswith("TimeoutError: QueuePool limit of size 1 overflow 0 reached")
 
 
 def test_health(client: TestClient) -> None:

@@ -11,6 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
+from firmsift.domain.errors import QueueUnavailable
 from firmsift.entrypoints.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.company_import import read_company_rows
@@ -179,7 +180,7 @@ def declared_queues(container: Container, *, apply: bool) -> int:
 
     try:
         report = container.declared_queues(apply=apply)
-    except (QueueSpecError, OSError) as error:
+    except (QueueSpecError, OSError, QueueUnavailable) as error:  # QueueUnavailable: SQS unreachable or refusing
         raise CommandError(str(error)) from None
     for line in report:
         print(line)

@@ -111,7 +111,6 @@ def dispatch(args: argparse.Namespace) -> int:
 def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:
     import uvicorn
 
-    from firmsift.entrypoints.http_api import create_app
     from firmsift.entrypoints.http_protocol import ConnectionLimits, connection_cap, guarded_protocol
 
     llm_problem = llm_credentials_problem(container.settings()) if with_worker else None
@@ -122,8 +121,8 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     if with_worker:
         container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
     background = (lambda: running_worker(container)) if with_worker else None
-    app = create_app(container, background=background, host=host,  # auth was checked in dispatch
-                     not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
+    app = container.api(background=background, host=host,  # auth was checked in dispatch
+                        not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
     settings = container.settings()
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
     # Its bound on a request head still arriving (request line + headers) keeps a slow sender from

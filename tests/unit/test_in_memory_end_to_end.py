@@ -8,7 +8,6 @@ import time
 from starlette.testclient import TestClient
 
 from firmsift.adapters.memory_providers import ScriptedLLM
-from firmsift.entrypoints.http_api import create_app
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
@@ -22,7 +21,7 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
     container = in_memory_container(Settings(wait_time=0.2))
     llm = ScriptedLLM(YES, by_domain={"crm.example.org": NO})
     container.llm.override(llm)
-    app = create_app(container, background=lambda: running_worker(container))
+    app = container.api(background=lambda: running_worker(container))
 
     with TestClient(app) as client:
         assert client.get("/readyz").json()["status"] == "ready"

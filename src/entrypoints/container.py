@@ -125,7 +125,7 @@ class Container(containers.DeclarativeContainer):
         poll_interval=settings.provided.poll_interval,
     )
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
-    llm = providers.Singleton(make_llm, settings)
+    llm = providers.Singleton(make_llm, settings, http_clients)
     search = providers.Singleton(make_search, settings, http_clients)
     intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
     readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)

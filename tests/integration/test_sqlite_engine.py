@@ -65,10 +65,10 @@ def test_a_pool_with_no_connection_free_in_time_leaves_a_transaction_as_database
     own TimeoutError (which the API would answer 500)."""
     engine = make_engine(f"sqlite:///{tmp_path / 'busy.db'}", sqlite_pool_timeout=0.1)
     try:
-        with engine.connect():
-            with pytest.raises(DatabaseUnavailable, match=r"^no database connection free: QueuePool limit of size 1 "
-                                                          r"overflow 0 reached, connection timed out, timeout 0\.10$") as busy:
-                anyio.run(in_transaction, engine, lambda conn: conn.execute(text("SELECT 1")))
+        pool_used_up = (r"^no database connection free: QueuePool limit of size 1 overflow 0 reached, "
+                        r"connection timed out, timeout 0\.10$")
+        with engine.connect(), pytest.raises(DatabaseUnavailable, match=pool_used_up) as busy:
+            anyio.run(in_transaction, engine, lambda conn: conn.execute(text("SELECT 1")))
         assert isinstance(busy.value.__cause__, PoolTimeout)
         assert anyio.run(in_transaction, engine, lambda conn: conn.execute(text("SELECT 1")).scalar_one()) == 1
     finally:

@@ -57,6 +57,7 @@ async def measure(base_url: str, concurrency: int, model: str) -> dict[str, tupl
                 "bare httpx": await cpu_per_call(via_httpx, concurrency)}
     finally:
         await client.aclose()
+        await llm.aclose()
 
 
 def main() -> None:

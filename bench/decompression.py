@@ -90,9 +90,12 @@ async def _fetch(kind: str, encoding: str) -> dict[str, object]:
 
             server.add_page("127.0.0.1", "/v1/chat/completions",
                             Reply(body=_COMPLETION[0] + b"warm" + _COMPLETION[1], content_type="application/json"))
-            await answer()
-            server.add_page("127.0.0.1", "/v1/chat/completions", _reply(encoding, kind))
-            return await _measured(kind, encoding, answer)
+            try:
+                await answer()
+                server.add_page("127.0.0.1", "/v1/chat/completions", _reply(encoding, kind))
+                return await _measured(kind, encoding, answer)
+            finally:
+                await llm.aclose()
         server.add_html("warm.example", "/", "<title>warm</title><p>up</p>")
         search: HomepageSearch | SearxngSearch
         if kind == "homepage":

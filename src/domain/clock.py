@@ -1,8 +1,14 @@
-"""The time the domain records (job creation, answers, key revocation): timezone-aware UTC."""
+"""Time: the clock the domain records by (job creation, answers, key revocation: timezone-aware
+UTC), and the shape of a wait that code taking its time (retries, rate budgets) is given, so a
+test can pass one that records the waits instead of sleeping."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
+
+# Waits the given number of seconds: asyncio.sleep, or a test's recorder.
+Sleep = Callable[[float], Awaitable[object]]
 
 
 def utc_now() -> datetime:

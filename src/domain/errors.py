@@ -57,7 +57,8 @@ class JobNotFound(FirmsiftError):
 
 
 class QueueUnavailable(FirmsiftError):
-    """The work queue could not durably accept a message."""
+    """A queue could not be reached or refused an operation: above all, the work queue could not
+    durably accept a message."""
 
     code = "queue_unavailable"
 

@@ -28,6 +28,7 @@ from firmsift.adapters.sql.leases import SqlLeases
 from firmsift.adapters.sql.migrations import upgrade
 from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql.store import SqlStore
+from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.lazy_adapters import (
     ensure_declared_queues,
     make_llm,
@@ -70,7 +71,7 @@ def dead_letter_counter(metrics: Metrics) -> Callable[[Job], None]:
 
 
 class Container(containers.DeclarativeContainer):
-    """Every object graph of firmsift: the API's, a worker's, `firmsift eval`'s and the commands'.
+    """Every object graph of firmsift: the API's (`api`), a worker's, `firmsift eval`'s and the commands'.
 
     It also owns what must be closed. The engine and the SQS client are Resources, closed by
     `container.shutdown_resources()` when the command ends; HTTP clients belong to the event loop
@@ -137,12 +138,20 @@ class Container(containers.DeclarativeContainer):
         poll_interval=settings.provided.poll_interval,
     )
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
-    llm = providers.Singleton(make_llm, settings)
+    llm = providers.Singleton(make_llm, settings, http_clients)
     searches = providers.Singleton(make_searches, settings, http_clients)  # one adapter per provider, in order
     intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
     readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)
     leases = providers.Singleton(SqlLeases, engine)
     migrate = providers.Callable(upgrade, engine)
+
+    # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
+    # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
+    # and the start-up checks that failed (`not_ready`); see http_api.create_app.
+    api = providers.Factory(
+        create_app, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
+        intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics,
+    )
 
     # What a worker uses: each attempt waits for its slot in the per-minute budget, retries with
     # backoff wrap the attempts, and the metrics count and time whole calls.

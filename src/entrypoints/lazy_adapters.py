@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
 
 
-def make_llm(settings: Settings) -> LLM:
+def make_llm(settings: Settings, clients: contextlib.AsyncExitStack) -> LLM:
+    """The LLM adapter of the settings. The HTTP client it reads answers through is made with it
+    and closed when `clients` closes (see Container.http_clients)."""
     # Imported here, not at the top: litellm costs seconds and ~120 MB, and the API never needs it.
     from firmsift.adapters.llm.litellm_llm import LiteLLM
 
@@ -37,10 +39,12 @@ def make_llm(settings: Settings) -> LLM:
         key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
     # A local server keeps generating for a request its client gave up on: retrying a timeout
     # there only queues the retry behind the abandoned work (see LiteLLM).
-    return LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
-                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
-                   response_format=settings.llm_response_format,
-                   retry_timeouts=not is_local_api_base(settings.llm_api_base))
+    llm = LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
+                  timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
+                  response_format=settings.llm_response_format,
+                  retry_timeouts=not is_local_api_base(settings.llm_api_base))
+    clients.push_async_callback(llm.aclose)
+    return llm
 
 
 def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:

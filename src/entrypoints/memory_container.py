@@ -19,8 +19,8 @@ from firmsift.services.submit import RecordThenPublish
 def in_memory_container(settings: Settings | None = None) -> Container:
     """The Container, with its adapters overridden by in-memory ones: store, API keys, work and
     dead-letter queue, replies, answer leases, readiness, and a scripted LLM and search (that
-    record their calls). Everything above them (the HTTP API, the worker with its retries, rate
-    budgets and metrics, the use-cases) is the production wiring.
+    record their calls). Everything above them (the HTTP API of `container.api()`, the worker
+    with its retries, rate budgets and metrics, the use-cases) is the production wiring.
 
     A test that varies one dependency overrides its provider before resolving anything, e.g.
     `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The database-only providers

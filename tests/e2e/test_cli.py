@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import Processes, refusing_port, start_api
+from tests.support.processes import REPO, Processes, refusing_port, start_api
 
 pytestmark = pytest.mark.e2e
 
@@ -202,3 +202,32 @@ def test_configuration_errors_exit_2_with_a_message(tmp_path: Path, case: str) -
     result = firmsift("db", "upgrade", env=env)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("firmsift: invalid") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("command", "case", "said"), [
+    ("ensure", "closed port", "SQS queue 'firmsift-jobs-dlq.fifo': could not read it: EndpointConnectionError: "
+                              "Could not connect to the endpoint URL"),
+    ("drift", "closed port", "SQS queue 'firmsift-jobs-dlq.fifo': could not read it: EndpointConnectionError"),
+    ("drift", "no credentials", "SQS queue 'firmsift-jobs-dlq.fifo': could not read it: NoCredentialsError: "
+                                "Unable to locate credentials; check the AWS credentials"),
+    ("ensure", "no region", "SQS: could not make a client: NoRegionError: You must specify a region; "
+                            "set FIRMSIFT_AWS_REGION"),
+])
+def test_queues_commands_say_in_one_line_why_sqs_cannot_be_used(tmp_path: Path, command: str, case: str,
+                                                                 said: str) -> None:
+    """No botocore traceback: one line naming the queue, the cause and the fix, and exit 1."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    env.update({"FIRMSIFT_QUEUE_BACKEND": "sqs", "FIRMSIFT_QUEUE_NAME": "firmsift-jobs.fifo",
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none"),
+                "AWS_EC2_METADATA_DISABLED": "true"})
+    if case != "no credentials":
+        env.update({"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"})
+    if case != "no region":
+        env["FIRMSIFT_AWS_REGION"] = "us-east-1"
+    with refusing_port() as port:
+        env["FIRMSIFT_SQS_ENDPOINT_URL"] = f"http://127.0.0.1:{port}"
+        result = subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", "queues", command],
+                                capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(f"firmsift: {said}"), result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""

@@ -141,10 +141,9 @@ def test_api_process_never_imports_litellm_or_the_search_clients(tmp_path: Path)
     code = (
         "import sys\n"
         "from firmsift.entrypoints.cli import commands\n"
-        "from firmsift.entrypoints.http.app import create_app\n"
         "from firmsift.entrypoints.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
-        f"create_app(start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')))\n"
+        f"start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')).api()\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
         "assert 'httpx' not in sys.modules, 'httpx imported'\n"

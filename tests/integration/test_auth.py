@@ -18,7 +18,6 @@ from firmsift.domain.keys import IssuedKey, digest_of
 from firmsift.entrypoints.cli import commands
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli.main import build_parser
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key, revoke_key
@@ -36,7 +35,7 @@ def container(tmp_path: Path):
 
 @pytest.fixture
 def client(container) -> Iterator[TestClient]:
-    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
         yield client
 
 
@@ -114,7 +113,7 @@ def test_the_rate_limit_is_per_key_with_retry_after(tmp_path: Path) -> None:
     container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'rate.db'}", auth="required",
                                          rate_limit_per_minute=3))
     busy, calm = new_key(container, "busy"), new_key(container, "calm")
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         statuses = [post(client, bearer(busy)).status_code for _ in range(3)]
         limited = client.get("/domains/classify/6f9619ff-8b86-d011-b42d-00c04fc964ff", headers=bearer(busy))
         assert post(client, bearer(calm)).status_code == 202
@@ -143,14 +142,14 @@ def test_open_routes_need_no_key(client: TestClient) -> None:
 
 def test_auto_requires_keys_off_loopback_and_off_is_refused_there(tmp_path: Path) -> None:
     auto = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'a.db'}"))
-    with TestClient(create_app(auto, host="0.0.0.0")) as client:
+    with TestClient(auto.api(host="0.0.0.0")) as client:
         assert post(client, {}).status_code == 401
-    with TestClient(create_app(auto, host="127.0.0.1")) as client:
+    with TestClient(auto.api(host="127.0.0.1")) as client:
         assert post(client, {}).status_code == 202
     auto.engine().dispose()
     off = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'o.db'}", auth="off"))
     with pytest.raises(UnsafeAuthSetting):
-        create_app(off, host="0.0.0.0")
+        off.api(host="0.0.0.0")
     off.engine().dispose()
 
 
@@ -225,8 +224,8 @@ def test_unknown_keys_are_limited_per_client_address(tmp_path: Path) -> None:
     container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'guess.db'}", auth="required",
                                          auth_failures_per_minute=2))
     key = new_key(container)
-    with TestClient(create_app(container), client=("203.0.113.7", 40000)) as attacker, \
-            TestClient(create_app(container), client=("198.51.100.1", 40000)) as bystander:
+    with TestClient(container.api(), client=("203.0.113.7", 40000)) as attacker, \
+            TestClient(container.api(), client=("198.51.100.1", 40000)) as bystander:
         guesses = [post(attacker, {"authorization": f"Bearer fs_guess{n}"}).status_code for n in range(3)]
         refused = post(attacker, {"authorization": "Bearer fs_guess9"})
         valid_from_elsewhere = post(bystander, {"authorization": f"Bearer fs_guess{9}"}).status_code

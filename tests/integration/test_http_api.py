@@ -8,16 +8,17 @@ from pathlib import Path
 
 import anyio
 import pytest
+from dependency_injector import providers
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.domain.clock import utc_now
+from firmsift.adapters.sql.engine import make_engine
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Answer, DomainResult, Evidence, ResultStatus, Source
 from firmsift.services.submit import RecordThenPublish
 
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 
@@ -31,7 +32,7 @@ def container(tmp_path: Path):
 
 @pytest.fixture
 def client(container) -> Iterator[TestClient]:
-    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
         yield client
 
 
@@ -134,7 +135,7 @@ def test_unusable_bodies(client: TestClient, content: bytes, content_type: str, 
 
 def test_deeply_nested_json_is_malformed_not_a_crash(tmp_path: Path) -> None:
     container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'n.db'}", max_body_bytes=1_000_000))
-    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
         response = client.post("/domains/classify", content=b"[" * 200_000 + b"]" * 200_000,
                                headers={"content-type": "application/json"})
     assert response.status_code in (400, 422)
@@ -173,7 +174,7 @@ def test_an_unpublishable_job_is_503_and_never_left_pending(container) -> None:
     broken = InMemoryQueue("jobs", visibility_timeout=30, max_receives=5)
     broken.fail_next_send(QueueUnavailable("disk full"))
     with container.intake.override(RecordThenPublish(container.store(), broken)), \
-            TestClient(create_app(container)) as client:
+            TestClient(container.api()) as client:
         response = post(client, {"domains": ["a.com"]})
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
@@ -186,7 +187,7 @@ def test_database_queue_failure_is_503_and_records_nothing(container) -> None:
     """The database queue: job row and message share one transaction, so nothing is left behind."""
     with container.engine().begin() as conn:
         conn.execute(text("DROP TABLE queue_dedup"))
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         response = post(client, {"domains": ["a.com"]})
     assert response.status_code == 503
     with container.engine().connect() as conn:
@@ -206,6 +207,26 @@ def test_a_database_failure_on_poll_is_503_and_the_log_keeps_the_driver_error(
                                   "message": "the database or queue is unavailable; try again later"}
     [logged] = [record for record in caplog.records if record.getMessage() == "backend unavailable"]
     assert logged.error.startswith("OperationalError: (sqlite3.OperationalError) no such table: job_domains")
+
+
+def test_no_free_database_connection_is_503_not_500(container, caplog: pytest.LogCaptureFixture) -> None:
+    """Every connection of the pool busy past its timeout (here the file's one, held below) is an
+    outage the caller can wait out: 503 with Retry-After, SQLAlchemy's words in the log only."""
+    container.engine().dispose()
+    container.engine.override(providers.Singleton(make_engine, container.settings().database_url,
+                                                  sqlite_pool_timeout=0.1))
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        job_id = post(client, {"domains": ["a.com"]}).json()["job_id"]
+        with container.engine().connect(), caplog.at_level(logging.ERROR, logger="firmsift.entrypoints.http.errors"):
+            polled = client.get(f"/domains/classify/{job_id}")
+            posted = post(client, {"domains": ["b.com"]})
+        assert client.get(f"/domains/classify/{job_id}").status_code == 200  # the connection is back
+    assert polled.status_code == posted.status_code == 503
+    assert polled.headers["retry-after"] == posted.headers["retry-after"] == "5"
+    assert error_of(polled)["code"] == "service_unavailable"
+    assert error_of(posted)["code"] == "queue_unavailable"  # the intake's own word: the job was not accepted
+    [logged] = [record for record in caplog.records if record.getMessage() == "backend unavailable"]
+    assert logged.error.startswith("TimeoutError: QueuePool limit of size 1 overflow 0 reached")
 
 
 def test_health(client: TestClient) -> None:
@@ -244,7 +265,7 @@ def roomy_client(tmp_path: Path) -> Iterator[TestClient]:
     """Room for more entries than the default allows: 20 unique domains, 200 entries, 64 KB."""
     container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'roomy.db'}",
                                           max_body_bytes=65536, max_domains_per_job=20))
-    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
         yield client
     container.engine().dispose()
 

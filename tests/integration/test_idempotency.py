@@ -23,7 +23,6 @@ from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.submit import SubmitJob, submit_job
@@ -99,7 +98,7 @@ def post(client: TestClient, body: object, **headers: str):
 
 
 def test_http_repeat_returns_the_same_job_and_a_different_body_is_refused(container) -> None:
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         first = post(client, {"domains": ["a.com", "b.com"]}, **{"idempotency-key": "order 42"})
         again = post(client, {"domains": ["A.com", "https://b.com/x"]}, **{"idempotency-key": "order 42"})
         other = post(client, {"domains": ["a.com"]}, **{"idempotency-key": "order 42"})
@@ -119,14 +118,14 @@ def test_http_repeat_returns_the_same_job_and_a_different_body_is_refused(contai
 
 @pytest.mark.parametrize("key", [b"x" * 201, "caf\u00e9".encode(), b"a\x01b"])
 def test_http_refuses_malformed_idempotency_keys(container, key: bytes) -> None:
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         response = client.post("/domains/classify", content=b'{"domains": ["a.com"]}',
                                headers={"content-type": "application/json", "idempotency-key": key})
     assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
 
 
 def test_http_concurrent_identical_submissions_make_one_job(container) -> None:
-    with TestClient(create_app(container)) as client, ThreadPoolExecutor(8) as pool:
+    with TestClient(container.api()) as client, ThreadPoolExecutor(8) as pool:
         responses = list(pool.map(
             lambda _: post(client, {"domains": ["a.com", "b.com"]}, **{"idempotency-key": "race"}), range(16)))
     assert {r.status_code for r in responses} == {202}
@@ -137,7 +136,7 @@ def test_http_concurrent_identical_submissions_make_one_job(container) -> None:
 
 
 def test_a_replay_shows_the_jobs_current_status(container) -> None:
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         first = post(client, {"domains": ["a.com"]}, **{"idempotency-key": "k"}).json()
         anyio.run(container.store().set_job_status, first["job_id"], JobStatus.DONE)
         again = post(client, {"domains": ["a.com"]}, **{"idempotency-key": "k"}).json()

@@ -298,6 +298,7 @@ print(json.dumps({
     "attempts": attempts,
     "threads": [t.name for t in threading.enumerate() if t is not threading.main_thread()],
     "dotenv": os.environ.get("FIRMSIFT_DOTENV_PROBE"),
+    "session": repr(getattr(sys.modules.get("litellm"), "aclient_session", None)),
 }))
 """
 
@@ -319,6 +320,7 @@ def test_importing_the_adapter_touches_no_network(tmp_path: Path) -> None:
     assert seen["attempts"] == []
     assert seen["threads"] == []
     assert seen["dotenv"] is None, "litellm must not load a .env file into the service's environment"
+    assert seen["session"] == "None", "an HTTP client is made with an adapter (which closes it), never at import"
 
 
 def test_the_import_probe_does_catch_a_bare_litellm_import(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import time
@@ -180,14 +181,15 @@ async def test_a_timed_out_call_to_a_local_server_is_not_retried_so_no_abandoned
     abandoned; a retry would queue behind it and time out in turn. The container marks a local
     API base's timeouts as final: one request, not four."""
     hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))
-    with hanging as base_url:
-        settings = Settings(llm_model="openai/fake-model", llm_api_base=base_url, llm_timeout=0.3)
-        llm = make_llm(settings)
-        error = await failure(RetryingLLM(llm, RetryPolicy(attempts=4, base_delay=0.01)))
+    async with contextlib.AsyncExitStack() as clients:
+        with hanging as base_url:
+            settings = Settings(llm_model="openai/fake-model", llm_api_base=base_url, llm_timeout=0.3)
+            llm = make_llm(settings, clients)
+            error = await failure(RetryingLLM(llm, RetryPolicy(attempts=4, base_delay=0.01)))
 
-    assert len(hanging.requests) == 1
-    assert "timed out" in str(error) and "local server" in str(error)
-    assert make_llm(Settings(llm_model="gpt-4o-mini", llm_api_key="k")).retry_timeouts is True
+        assert len(hanging.requests) == 1
+        assert "timed out" in str(error) and "local server" in str(error)
+        assert make_llm(Settings(llm_model="gpt-4o-mini", llm_api_key="k"), clients).retry_timeouts is True
 
 
 async def test_llama_cpp_pythons_500_refusal_is_not_retried_but_answered_in_the_next_format() -> None:

@@ -1,5 +1,6 @@
 """The LLM adapter reads a provider's answer within limits: bombs, endless and oversized bodies
-from a loopback server are refused in bounded memory, honest compressed answers are read."""
+from a loopback server are refused in bounded memory, honest compressed answers are read; the
+bounded client is made with the adapter and closed with the container's other HTTP clients."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import tracemalloc
 from collections.abc import Iterator
 
 import httpx
+import litellm
 import pytest
 
 from firmsift.adapters.web.bounded_body import BodyLimits, UnreadableBody
@@ -22,6 +24,8 @@ from firmsift.adapters.llm.transport import (
     reads_within_limits,
 )
 from firmsift.domain.errors import FailureCause, ProviderError
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.settings import Settings
 from tests.support.compression_bombs import bomb, compressed
 from tests.support.fake_search_server import FakeSearchServer, Reply
 
@@ -174,3 +178,28 @@ def test_a_model_read_unbounded_is_warned_about(caplog: pytest.LogCaptureFixture
     caplog.clear()
     LiteLLM("openai/m", api_base="http://127.0.0.1:9/v1")
     assert caplog.text == ""
+
+
+async def test_the_container_makes_the_bounded_client_with_the_adapter_and_closes_it_with_the_others(
+    server: FakeSearchServer,
+) -> None:
+    server.add_page("127.0.0.1", "/honest/v1/chat/completions", Reply(body=honest_completion(),
+                                                                      content_type="application/json"))
+    server.add_page("127.0.0.1", PATH, Reply(body=bomb("gzip", INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"),
+                                             content_type="application/json", headers={"Content-Encoding": "gzip"}))
+    honest = Container(settings=Settings(llm_model="openai/m", llm_api_base=f"{server.base_url}/honest/v1",
+                                         llm_api_key="unused", llm_response_format="text"))
+    bombed = Container(settings=Settings(llm_model="openai/m", llm_api_base=f"{server.base_url}/v1",
+                                         llm_api_key="unused", llm_response_format="text"))
+    async with honest.http_clients():
+        assert (await honest.llm().complete("system", "user", json_schema={"type": "object"})).text == ANSWER
+        session = litellm.aclient_session
+        assert isinstance(session, httpx.AsyncClient) and not session.is_closed
+        async with bombed.http_clients():
+            with pytest.raises(ProviderError, match="inflating more than 100:1"):
+                await bombed.llm().complete("system", "user", json_schema={"type": "object"})
+            assert litellm.aclient_session is not session  # each adapter reads through its own client
+        # The neighbour closed its client: this adapter's calls still read through its own.
+        assert (await honest.llm().complete("system", "user", json_schema={"type": "object"})).text == ANSWER
+        assert litellm.aclient_session is session and not session.is_closed
+    assert session.is_closed and litellm.aclient_session is None

@@ -17,7 +17,6 @@ from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey
 from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
@@ -30,7 +29,7 @@ FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[
 
 def _document_app() -> Starlette:
     """An app that only serves its document: no connection is opened to build or serve it."""
-    return create_app(Container(settings=Settings(database_url="sqlite://", **SETTINGS)))
+    return Container(settings=Settings(database_url="sqlite://", **SETTINGS)).api()
 
 
 # Loaded when the module is collected, as schemathesis generates one test per operation from it
@@ -42,7 +41,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", _document_app())
 def served(tmp_path: Path) -> Iterator[tuple[Starlette, IssuedKey]]:
     container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'fuzz.db'}", **SETTINGS))
     key = anyio.run(lambda: create_key("fuzz", ["team-replies", "replies.fifo"], container.api_keys()))
-    yield create_app(container), key
+    yield container.api(), key
     container.engine().dispose()
 
 

@@ -14,7 +14,6 @@ from starlette.testclient import TestClient
 from firmsift.adapters.readiness import CHECK_TIMEOUT_SECONDS, INTAKE_FAILURE_SECONDS, IntakeOutcomes
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.probe import worker_probe
@@ -28,7 +27,7 @@ def container(tmp_path: Path):
 
 
 def test_readyz_reports_database_and_queue(container) -> None:
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         response = client.get("/readyz")
     assert response.status_code == 200
     assert response.json() == {"status": "ready", "checks": {"database": "ok", "database_writes": "ok", "queue": "ok",
@@ -45,7 +44,7 @@ def test_readyz_is_503_when_the_database_is_gone(tmp_path: Path) -> None:
     # close; a pool timeout just over the checks' own leaves /readyz's answer as it was.
     container.engine.override(providers.Singleton(make_engine, url, sqlite_pool_timeout=CHECK_TIMEOUT_SECONDS + 1))
     container.migrate()
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         container.engine().dispose()
         (folder / "db.sqlite").unlink()
         folder.rmdir()  # SQLite cannot even create a new file now
@@ -72,7 +71,7 @@ def test_readyz_is_503_while_the_database_answers_reads_but_refuses_writes(conta
         read_only["on"] = on
         engine.dispose()
 
-    with TestClient(create_app(container), raise_server_exceptions=False) as client:
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
         assert client.get("/readyz").status_code == 200
         reconnect(True)
         refused = client.post("/domains/classify", json={"domains": ["a.com"]})
@@ -104,7 +103,7 @@ def test_a_failed_intake_stops_counting_after_a_while() -> None:
 
 
 def test_metrics_count_accepted_jobs(container) -> None:
-    with TestClient(create_app(container)) as client:
+    with TestClient(container.api()) as client:
         client.post("/domains/classify", json={"domains": ["a.com"]})
         text = client.get("/metrics").text
     assert "firmsift_jobs_accepted_total 1.0" in text

@@ -1,5 +1,6 @@
-"""The declared queues: deploy/queues.toml is valid, the CloudFormation template says the same, and
-ensure_queues applies it idempotently on the SQS emulator."""
+"""The declared queues: deploy/queues.toml is valid, the CloudFormation template says the same,
+ensure_queues applies it idempotently on the SQS emulator, and an SQS that cannot be reached or
+refuses the credentials is a QueueUnavailable naming the queue and the fix, not botocore's error."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError
 from botocore.stub import Stubber
 from cfnlint.decode import decode
 
 from firmsift.adapters.sqs.queue_spec import QueueSpec, QueueSpecError, ensure_queues, load_queue_spec, queue_drift
 from tests.support.processes import REPO
+from firmsift.adapters.sqs.client import make_sqs_client
+from firmsift.domain.errors import QueueUnavailable
+from tests.support.processes import refusing_port
 from tests.support.sqs_emulator import sqs_client, sqs_emulator
 
 SPEC_FILE = REPO / "deploy" / "queues.toml"
@@ -127,6 +132,87 @@ def test_a_queue_of_the_wrong_kind_is_an_error_not_a_change(spec: QueueSpec) -> 
         with pytest.raises(QueueSpecError, match="FifoQueue differs from the spec and SQS cannot change it"):
             ensure_queues(client, spec)
         stub.assert_no_pending_responses()  # nothing was created or changed
+
+
+@pytest.fixture
+def no_aws_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No credentials and no region anywhere boto3's standard chain looks (the instance's
+    metadata service included)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_REGION",
+                 "AWS_REGION", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def test_an_unreachable_endpoint_is_queue_unavailable_naming_the_queue(spec: QueueSpec) -> None:
+    with refusing_port() as port:
+        client = sqs_client(f"http://127.0.0.1:{port}")
+        for declared in (queue_drift, ensure_queues):
+            with pytest.raises(QueueUnavailable) as raised:
+                declared(client, spec)
+            assert str(raised.value).startswith(
+                f"SQS queue 'firmsift-jobs-dlq.fifo': could not read it: EndpointConnectionError: Could not connect "
+                f'to the endpoint URL: "http://127.0.0.1:{port}/"')
+            assert isinstance(raised.value.__cause__, EndpointConnectionError)
+        client.close()
+
+
+def test_missing_credentials_are_queue_unavailable_saying_where_boto3_looks(
+    spec: QueueSpec, no_aws_configuration: None
+) -> None:
+    with refusing_port() as port:  # refused if anything were sent: the request is not even signed
+        client = make_sqs_client(endpoint_url=f"http://127.0.0.1:{port}", region="us-east-1")
+        with pytest.raises(QueueUnavailable) as raised:
+            queue_drift(client, spec)
+        client.close()
+    assert str(raised.value) == (
+        "SQS queue 'firmsift-jobs-dlq.fifo': could not read it: NoCredentialsError: Unable to locate credentials; "
+        "check the AWS credentials (boto3's standard chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+        "AWS_PROFILE, or the instance's role)")
+    assert isinstance(raised.value.__cause__, NoCredentialsError)
+
+
+@pytest.mark.parametrize("code", ["InvalidClientTokenId", "SignatureDoesNotMatch", "UnrecognizedClientException"])
+def test_credentials_sqs_refuses_are_queue_unavailable_saying_so(spec: QueueSpec, code: str) -> None:
+    # What AWS answers for an unknown key or a wrong secret; the emulator accepts any credentials.
+    client = boto3.session.Session().client(
+        "sqs", region_name="us-east-1", aws_access_key_id="wrong", aws_secret_access_key="wrong"
+    )
+    with Stubber(client) as stub:
+        stub.add_client_error("get_queue_url", code, "The security token included in the request is invalid.", 403)
+        with pytest.raises(QueueUnavailable) as raised:
+            ensure_queues(client, spec)
+        stub.assert_no_pending_responses()
+    assert str(raised.value) == (
+        f"SQS queue 'firmsift-jobs-dlq.fifo': could not read it: {code}: The security token included in the "
+        "request is invalid; check the AWS credentials (boto3's standard chain: AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the instance's role)")
+    assert isinstance(raised.value.__cause__, ClientError)
+    assert "wrong" not in str(raised.value)
+
+
+def test_a_queue_sqs_refuses_to_create_is_queue_unavailable_naming_it(spec: QueueSpec) -> None:
+    client = boto3.session.Session().client(
+        "sqs", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    )
+    with Stubber(client) as stub:
+        stub.add_client_error("get_queue_url", "AWS.SimpleQueueService.NonExistentQueue")
+        stub.add_client_error("get_queue_url", "AWS.SimpleQueueService.NonExistentQueue")
+        stub.add_client_error("create_queue", "AccessDenied", "not authorized to perform sqs:createqueue", 403)
+        with pytest.raises(QueueUnavailable, match=r"^SQS queue 'firmsift-jobs-dlq.fifo': could not create it: "
+                                                   r"AccessDenied: not authorized to perform sqs:createqueue$"):
+            ensure_queues(client, spec)
+
+
+def test_no_region_is_queue_unavailable_naming_the_setting(no_aws_configuration: None) -> None:
+    with pytest.raises(QueueUnavailable) as raised:
+        make_sqs_client()
+    assert str(raised.value) == ("SQS: could not make a client: NoRegionError: You must specify a region; "
+                                 "set FIRMSIFT_AWS_REGION (or AWS_DEFAULT_REGION)")
+    assert isinstance(raised.value.__cause__, NoRegionError)
 
 
 @pytest.mark.parametrize(

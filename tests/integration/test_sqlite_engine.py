@@ -12,6 +12,7 @@ import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from firmsift.adapters.sql.engine import in_transaction, make_engine
 from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable
@@ -54,5 +55,21 @@ def test_driver_errors_leave_a_transaction_as_the_ports_errors_with_the_driver_e
             anyio.run(in_transaction, engine, lambda conn: [conn.execute(twice), conn.execute(twice)])
         assert not isinstance(refused.value, DatabaseUnavailable)  # refused, not unreachable: nothing to wait for
         assert isinstance(refused.value.__cause__, IntegrityError)
+    finally:
+        engine.dispose()
+
+
+def test_a_pool_with_no_connection_free_in_time_leaves_a_transaction_as_database_unavailable(tmp_path: Path) -> None:
+    """The file's pool is one connection with no overflow: while another holds it, a transaction
+    waits the pool timeout, then fails as an outage the caller can wait out, not as SQLAlchemy's
+    own TimeoutError (which the API would answer 500)."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'busy.db'}", sqlite_pool_timeout=0.1)
+    try:
+        pool_used_up = (r"^no database connection free: QueuePool limit of size 1 overflow 0 reached, "
+                        r"connection timed out, timeout 0\.10$")
+        with engine.connect(), pytest.raises(DatabaseUnavailable, match=pool_used_up) as busy:
+            anyio.run(in_transaction, engine, lambda conn: conn.execute(text("SELECT 1")))
+        assert isinstance(busy.value.__cause__, PoolTimeout)
+        assert anyio.run(in_transaction, engine, lambda conn: conn.execute(text("SELECT 1")).scalar_one()) == 1
     finally:
         engine.dispose()

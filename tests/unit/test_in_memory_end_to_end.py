@@ -10,7 +10,6 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
@@ -28,7 +27,7 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
     homepage = StaticSearch(ProviderError("homepage: answered HTTP 503"), name="homepage")
     searxng = StaticSearch(name="searxng")
     container.searches.override(providers.Object((homepage, searxng)))
-    app = create_app(container, background=lambda: running_worker(container))
+    app = container.api(background=lambda: running_worker(container))
 
     with TestClient(app) as client:
         assert client.get("/readyz").json()["status"] == "ready"

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from firmsift.adapters.decorators.retrying import Sleep
+from firmsift.domain.clock import Sleep
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
 

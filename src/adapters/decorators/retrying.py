@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from firmsift.domain.clock import Sleep
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import Evidence
 from firmsift.ports.providers import LLM, Completion, Search
@@ -18,7 +19,6 @@ from firmsift.ports.providers import LLM, Completion, Search
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Sleep = Callable[[float], Awaitable[object]]
 # 2**1000 is still a finite float: a huge retry number saturates at max_delay instead of overflowing.
 _MAX_EXPONENT = 1000
 

@@ -9,10 +9,11 @@ from typing import Any
 from firmsift.adapters.llm.failures import classify, is_transient, provider_message, refuses_output_format
 from firmsift.adapters.llm.failures import response_headers as _response_headers
 from firmsift.adapters.llm.offline import litellm
-from firmsift.adapters.llm.transport import LLM_RESPONSE_LIMITS, handler_for, provider_of, reads_within_limits
+from firmsift.adapters.llm.transport import LLM_RESPONSE_LIMITS, provider_of, reads_within_limits
 from firmsift.adapters.llm.endpoint import api_base_host, missing_credentials
 from firmsift.adapters.llm.output_modes import FORMAT_MEMORY, FormatMemory, OutputMode, modes_for, response_format
 from firmsift.adapters.web.retry_after import retry_after_seconds
+from firmsift.adapters.llm.transport import LitellmHttp
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.excerpts import excerpt
 from firmsift.ports.providers import Completion
@@ -33,6 +34,10 @@ class LiteLLM:
     one extra request per model and server, not one per call. Never retries otherwise: retry
     policy lives elsewhere. `retry_timeouts=False` marks timeouts as not retryable: a local
     server keeps working on a request its client abandoned, so a retry would only queue behind it.
+
+    Answers are read within LLM_RESPONSE_LIMITS through an HTTP client made with the adapter
+    (litellm_transport.LitellmHttp); aclose() closes it (the container does, with its other HTTP
+    clients, see Container.http_clients).
     """
 
     def __init__(
@@ -60,13 +65,17 @@ class LiteLLM:
         self.host = api_base_host(api_base)
         self._formats = FORMAT_MEMORY if formats is None else formats
         self._key = (model, (api_base or "").rstrip("/"))
-        provider = provider_of(model, api_base)
-        self._client = handler_for(provider)  # None: litellm's OpenAI client, bounded too
-        if not reads_within_limits(provider):
+        self._provider = provider_of(model, api_base)
+        self._http = LitellmHttp()
+        if not reads_within_limits(self._provider):
             log.warning("litellm reads this provider's answers without a size limit; firmsift bounds them "
                         "(%s bytes) only for the providers it has checked (README, Untrusted content)",
                         f"{LLM_RESPONSE_LIMITS.max_bytes:,}", extra={"model": model})
         self._credentials_checked = False
+
+    async def aclose(self) -> None:
+        """Close the HTTP client the adapter reads answers through (its connections on this loop)."""
+        await self._http.aclose()
 
     def __repr__(self) -> str:  # the key stays out of reprs, logs and tracebacks
         return f"LiteLLM(model={self.model!r}, api_base={self.api_base!r}, mode={self.mode.name})"
@@ -134,8 +143,9 @@ class LiteLLM:
             options["temperature"] = self.temperature
         if fmt is not None:
             options["response_format"] = fmt
-        if self._client is not None:
-            options["client"] = self._client
+        client = self._http.client_for(self._provider)  # None: litellm's OpenAI client, bounded too
+        if client is not None:
+            options["client"] = client
         try:
             async with asyncio.timeout(self.timeout + _GRACE_SECONDS):
                 return await litellm.acompletion(**options)

@@ -4,11 +4,13 @@ answering a compression bomb or an endless body meets an error, not a gigabyte o
 litellm reads a provider's answer through one of two clients, by provider:
 - the OpenAI client (openai/, azure/, and the OpenAI-compatible providers it reaches that way,
   every local server configured as `openai/<model>` among them), which reads through the
-  process-wide `litellm.aclient_session`, set here on import;
+  process-wide `litellm.aclient_session`, made the bounded client before each call;
 - litellm's own AsyncHTTPHandler for the providers it speaks to natively (anthropic/, gemini/,
-  ollama/, groq/, ...), which takes a `client` per call: `handler_for(provider)` gives the
-  bounded one. Given to a provider on the OpenAI client's path it would break every call, so it is given
-  only to the providers listed here, each checked by tests/integration/test_llm_response_limits.py.
+  ollama/, groq/, ...), which takes a `client` per call: the bounded one. Given to a provider on
+  the OpenAI client's path it would break every call, so it is given only to the providers listed
+  here, each checked by tests/integration/test_llm_response_limits.py.
+LitellmHttp holds both, for one LLM adapter, which closes it (see LiteLLM.aclose); nothing is
+created at import.
 
 Both read through the transport litellm would have used (aiohttp's by default, which asks
 aiohttp not to decompress and reads the environment's proxies itself; httpx's when
@@ -61,12 +63,34 @@ def _bounded_client() -> httpx.AsyncClient:
     return bounded_client(LLM_RESPONSE_LIMITS, _litellm_transport, proxy_for=proxies)
 
 
-# One client for both paths: its transports are per event loop, and neither litellm nor the
-# handler closes a client it was given.
-_CLIENT = _bounded_client()
-litellm.aclient_session = _CLIENT
-_HANDLER = AsyncHTTPHandler()
-_HANDLER.client = _CLIENT
+class LitellmHttp:
+    """The bounded client an LLM adapter's calls read through, on both of litellm's paths: one
+    client (one connection pool per event loop), also held by the handler given per call.
+    Neither litellm nor the handler closes a client it was given: its owner calls aclose(), on
+    the loop that used it, once that loop is done with the LLM (litellm keeps, per loop, the
+    OpenAI client it built around the session, so a later call there would meet a closed one)."""
+
+    def __init__(self) -> None:
+        self._client = _bounded_client()
+        self._handler = AsyncHTTPHandler()
+        self._handler.client = self._client
+
+    def client_for(self, provider: str | None) -> AsyncHTTPHandler | None:
+        """What to pass litellm as `client` for a call to a model of `provider` (see provider_of):
+        the bounded handler for the providers litellm speaks to natively, None for the others,
+        which read through litellm.aclient_session, made this client here. The session is the
+        process's, so it is set before every call: another adapter may have set its own, or
+        closed it."""
+        if provider in NATIVE_PROVIDERS:
+            return self._handler
+        litellm.aclient_session = self._client
+        return None
+
+    async def aclose(self) -> None:
+        """Close the client (and its connections on this event loop); litellm's session is no longer it."""
+        if litellm.aclient_session is self._client:
+            litellm.aclient_session = None
+        await self._client.aclose()
 
 
 def provider_of(model: str, api_base: str | None) -> str | None:
@@ -76,12 +100,6 @@ def provider_of(model: str, api_base: str | None) -> str | None:
         return litellm.get_llm_provider(model=model, api_base=api_base)[1]
     except Exception:  # noqa: BLE001 - litellm raises several types for a model it cannot place
         return None
-
-
-def handler_for(provider: str | None) -> AsyncHTTPHandler | None:
-    """The bounded handler to pass as `client` for a model of `provider` (see provider_of), or
-    None where none must be passed."""
-    return _HANDLER if provider in NATIVE_PROVIDERS else None
 
 
 def reads_within_limits(provider: str | None) -> bool:

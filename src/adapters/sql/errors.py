@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable, InvalidDatabaseUrl
 
@@ -15,11 +16,16 @@ from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable,
 def database_errors() -> Iterator[None]:
     """A driver error raised in the block leaves it as DatabaseUnavailable (PEP 249's
     OperationalError or InterfaceError: the database could not be reached or used) or else as
-    DatabaseFailure, with the driver's message and SQLAlchemy's error as the __cause__."""
+    DatabaseFailure, with the driver's message and SQLAlchemy's error as the __cause__. A pool
+    with no connection free within its timeout is DatabaseUnavailable too: the database is
+    there, but this process cannot use it now (every connection busy, or held by a stuck query)."""
     try:
         yield
     except (OperationalError, InterfaceError) as error:
         raise DatabaseUnavailable(_driver_message(error)) from error
+    except PoolTimeout as error:
+        # args[0] is SQLAlchemy's sentence without its "Background on this error" link.
+        raise DatabaseUnavailable(f"no database connection free: {error.args[0]}") from error
     except DBAPIError as error:
         raise DatabaseFailure(_driver_message(error)) from error
 

@@ -20,12 +20,20 @@ cancelled while its thread waits still completes: its messages come back after t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    NoRegionError,
+    ParamValidationError,
+    PartialCredentialsError,
+)
 
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.ports.queue import MAX_BATCH, QueueMessage
@@ -38,6 +46,13 @@ _CODE_PREFIX = "AWS.SimpleQueueService."  # the query-protocol spelling botocore
 _MISSING_QUEUE = frozenset({"QueueDoesNotExist", "NonExistentQueue"})
 _STALE_RECEIPT = frozenset({"ReceiptHandleIsInvalid", "MessageNotInflight"})
 _SYSTEM_ATTRIBUTES = ("ApproximateReceiveCount", "MessageGroupId")
+# What SQS answers for credentials it does not accept (an unknown key, a wrong secret, an expired token).
+_REFUSED_CREDENTIALS = frozenset({
+    "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "InvalidSignatureException",
+    "ExpiredToken", "ExpiredTokenException"})
+_CREDENTIALS_HINT = ("; check the AWS credentials (boto3's standard chain: AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the instance's role)")
+_REGION_HINT = "; set FIRMSIFT_AWS_REGION (or AWS_DEFAULT_REGION)"
 
 
 def sqs_error_codes(exc: ClientError) -> frozenset[str]:
@@ -58,10 +73,35 @@ def _is_stale_receipt(exc: ClientError) -> bool:
 
 
 def _describe(exc: Exception) -> str:
+    """The error's code (or type) and message, and a hint where the fix is a setting."""
+    hint = ""
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
-        return f"{error.get('Code', 'error')}: {error.get('Message', '')}".strip()
-    return f"{type(exc).__name__}: {exc}"
+        text = f"{error.get('Code', 'error')}: {error.get('Message', '')}".strip()
+        if sqs_error_codes(exc) & _REFUSED_CREDENTIALS:
+            hint = _CREDENTIALS_HINT
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+            hint = _CREDENTIALS_HINT
+        elif isinstance(exc, NoRegionError):
+            hint = _REGION_HINT
+    return text.rstrip(".") + hint if hint else text
+
+
+@contextlib.contextmanager
+def sqs_errors(what: str) -> Iterator[None]:
+    """An SQS refusal, or a failure to reach SQS or to sign for it (no endpoint, no credentials,
+    no region), raised in the block leaves it as QueueUnavailable: `what` could not be done, and
+    why, with a hint where the fix is a setting. The message never carries credentials; the
+    botocore error is the __cause__. A malformed call (ParamValidationError) is a bug here, not
+    an outage, and leaves as it is."""
+    try:
+        yield
+    except ParamValidationError:
+        raise
+    except (ClientError, BotoCoreError) as exc:
+        raise QueueUnavailable(f"{what}: {_describe(exc)}") from exc
 
 
 def is_queue_url(queue: str) -> bool:
@@ -99,17 +139,14 @@ class QueueLocator:
 
 async def call_sqs(locator: QueueLocator, queue: str, action: str, work: Callable[[], T]) -> T:
     """Run blocking boto3 work off the event loop. SQS refusals and connection failures become
-    QueueUnavailable naming the queue and the action; the message never carries credentials."""
-    try:
-        return await asyncio.to_thread(work)
-    except ClientError as exc:
-        if sqs_error_codes(exc) & _MISSING_QUEUE:
-            locator.forget(queue)
-        raise QueueUnavailable(f"SQS queue {queue!r}: could not {action}: {_describe(exc)}") from exc
-    except ParamValidationError:
-        raise  # a malformed call is a bug here, not an outage
-    except BotoCoreError as exc:
-        raise QueueUnavailable(f"SQS queue {queue!r}: could not {action}: {_describe(exc)}") from exc
+    QueueUnavailable naming the queue and the action (see sqs_errors)."""
+    with sqs_errors(f"SQS queue {queue!r}: could not {action}"):
+        try:
+            return await asyncio.to_thread(work)
+        except ClientError as exc:
+            if sqs_error_codes(exc) & _MISSING_QUEUE:
+                locator.forget(queue)
+            raise
 
 
 def whole_seconds(seconds: float, *, name: str, highest: int) -> int:

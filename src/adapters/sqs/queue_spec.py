@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from firmsift.adapters.sqs.queue import sqs_error_codes
+from firmsift.adapters.sqs.queue import sqs_errors
 
 # The attributes a declaration may set, as SQS spells them: whole-number ranges are SQS's limits.
 _FLAGS = ("FifoQueue", "ContentBasedDeduplication")
@@ -122,13 +123,14 @@ class _Live:
 
 
 def _live(client: Any, name: str) -> _Live | None:
-    try:
-        url = client.get_queue_url(QueueName=name)["QueueUrl"]
-    except ClientError as exc:
-        if sqs_error_codes(exc) & _MISSING_QUEUE:
-            return None
-        raise
-    return _Live(url, client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"])
+    with sqs_errors(f"SQS queue {name!r}: could not read it"):
+        try:
+            url = client.get_queue_url(QueueName=name)["QueueUrl"]
+        except ClientError as exc:
+            if sqs_error_codes(exc) & _MISSING_QUEUE:
+                return None
+            raise
+        return _Live(url, client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"])
 
 
 def _redrive_policy(spec: QueueSpec, dead_letter_arn: str) -> str:
@@ -173,7 +175,8 @@ def _plan(client: Any, spec: QueueSpec) -> list[tuple[QueueDeclaration, _Live | 
 
 
 def queue_drift(client: Any, spec: QueueSpec) -> list[str]:
-    """How the live queues differ from the spec, one line per finding; changes nothing."""
+    """How the live queues differ from the spec, one line per finding; changes nothing.
+    QueueUnavailable when SQS cannot be reached or refuses (credentials, permissions)."""
     report = []
     for declaration, live, wanted in _plan(client, spec):
         if live is None:
@@ -192,7 +195,8 @@ def ensure_queues(client: Any, spec: QueueSpec) -> list[str]:
     """Make the live queues match the spec: create what is missing (the dead-letter queue first,
     so the work queue's redrive policy can name its ARN), set drifted attributes, and report what
     was created, updated or already in sync. Running it again changes nothing. A drift SQS cannot
-    change (FifoQueue) raises QueueSpecError before anything is touched."""
+    change (FifoQueue) raises QueueSpecError before anything is touched; QueueUnavailable when SQS
+    cannot be reached or refuses a call (what was done before it stays done: run it again)."""
     plan = _plan(client, spec)
     for declaration, live, wanted in plan:
         frozen = [key for key in _drift(live, wanted) if key in _IMMUTABLE] if live else []
@@ -204,7 +208,8 @@ def ensure_queues(client: Any, spec: QueueSpec) -> list[str]:
     report = []
     dead_declaration, dead_live, dead_wanted = plan[0]
     dead_url = _apply(client, dead_declaration, dead_live, dead_wanted, report)
-    dead_arn = client.get_queue_attributes(QueueUrl=dead_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    with sqs_errors(f"SQS queue {dead_declaration.name!r}: could not read its ARN"):
+        dead_arn = client.get_queue_attributes(QueueUrl=dead_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     work_declaration, work_live, work_wanted = plan[1]
     work_wanted = work_wanted | {"RedrivePolicy": _redrive_policy(spec, dead_arn)}
     _apply(client, work_declaration, work_live, work_wanted, report)
@@ -215,12 +220,14 @@ def _apply(
     client: Any, declaration: QueueDeclaration, live: _Live | None, wanted: dict[str, str], report: list[str]
 ) -> str:
     if live is None:
-        url = client.create_queue(QueueName=declaration.name, Attributes=wanted)["QueueUrl"]
+        with sqs_errors(f"SQS queue {declaration.name!r}: could not create it"):
+            url = client.create_queue(QueueName=declaration.name, Attributes=wanted)["QueueUrl"]
         report.append(f"{declaration.name}: created")
         return str(url)
     drift = _drift(live, wanted)
     if drift:
-        client.set_queue_attributes(QueueUrl=live.url, Attributes={key: wanted[key] for key in drift})
+        with sqs_errors(f"SQS queue {declaration.name!r}: could not update its attributes"):
+            client.set_queue_attributes(QueueUrl=live.url, Attributes={key: wanted[key] for key in drift})
         changes = ", ".join(f"{key} {found} -> {declared}" for key, (found, declared) in drift.items())
         report.append(f"{declaration.name}: updated {changes}")
     else:

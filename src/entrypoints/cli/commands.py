@@ -14,6 +14,7 @@ from pathlib import Path
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.cli.command_errors import CommandError
 from firmsift.entrypoints.cli.company_import import read_company_rows
+from firmsift.domain.errors import QueueUnavailable
 from firmsift.entrypoints.config_summary import announce_new_database, log_effective_configuration
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.cli.csv_files import CsvFileError
@@ -110,7 +111,6 @@ def dispatch(args: argparse.Namespace) -> int:
 def serve(container: Container, host: str, port: int, *, with_worker: bool) -> int:
     import uvicorn
 
-    from firmsift.entrypoints.http.app import create_app
     from firmsift.entrypoints.http.protocol import ConnectionLimits, connection_cap, guarded_protocol
 
     llm_problem = llm_credentials_problem(container.settings()) if with_worker else None
@@ -121,8 +121,8 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool) -> i
     if with_worker:
         container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
     background = (lambda: running_worker(container)) if with_worker else None
-    app = create_app(container, background=background, host=host,  # auth was checked in dispatch
-                     not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
+    app = container.api(background=background, host=host,  # auth was checked in dispatch
+                        not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
     settings = container.settings()
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.
     # Its bound on a request head still arriving (request line + headers) keeps a slow sender from
@@ -179,7 +179,7 @@ def declared_queues(container: Container, *, apply: bool) -> int:
 
     try:
         report = container.declared_queues(apply=apply)
-    except (QueueSpecError, OSError) as error:
+    except (QueueSpecError, OSError, QueueUnavailable) as error:  # QueueUnavailable: SQS unreachable or refusing
         raise CommandError(str(error)) from None
     for line in report:
         print(line)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import secrets
 import sys
 import time
@@ -56,7 +57,7 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
     print(f"API base:        {where}", file=out)
     asked_first = llm.mode
     started = time.monotonic()
-    answer, completion = asyncio.run(_ask(llm, catalog[args.classifier], args.domain))
+    answer, completion = asyncio.run(_ask(llm, catalog[args.classifier], args.domain, container.http_clients()))
     elapsed = time.monotonic() - started
     if completion is not None:
         fell_back = f" (after {asked_first.label} was refused)" if llm.mode != asked_first else ""
@@ -72,9 +73,11 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
     return EXIT_OK
 
 
-async def _ask(llm: LLM, classifier: Classifier, domain: str) -> tuple[Answer, Completion | None]:
-    return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
-                         marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
+async def _ask(llm: LLM, classifier: Classifier, domain: str,
+               clients: contextlib.AsyncExitStack) -> tuple[Answer, Completion | None]:
+    async with clients:  # the LLM's HTTP client, closed on the loop that used it
+        return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
+                             marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
 
 
 def _tokens(completion: Completion) -> str:

@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,16 +15,22 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from firmsift.adapters.decorators.prometheus_metrics import Metrics
+from firmsift.adapters.readiness import IntakeOutcomes
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
 from firmsift.entrypoints.http.auth import Gate, auth_required
-from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.http.header_limit import HeaderLimit
 from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
 from firmsift.entrypoints.http.openapi import openapi_document
 from firmsift.entrypoints.http.rate_limit import TokenBuckets
+from firmsift.domain.model import Classifier
+from firmsift.entrypoints.settings import Settings
 from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.intake import JobIntake
+from firmsift.ports.keys import ApiKeyStore
+from firmsift.ports.repository import JobRepository
 from firmsift.services.submit import SubmitJob, find_job, submit_job
 
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
@@ -32,25 +39,37 @@ LOOPBACK = "127.0.0.1"  # where `firmsift serve` listens unless told otherwise
 log = logging.getLogger(__name__)
 
 
+class ReadinessChecks(Protocol):
+    async def check(self) -> dict[str, Any]:
+        """Each check's name and "ok" or what failed; never raises."""
+
+
 def create_app(
-    container: Container,
     *,
+    settings: Settings,
+    catalog: Mapping[str, Classifier],
+    intake: JobIntake,
+    jobs: JobRepository,
+    api_keys: ApiKeyStore,
+    intake_outcomes: IntakeOutcomes,
+    readiness: ReadinessChecks,
+    metrics: Metrics,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
     not_ready: Mapping[str, str] | None = None,
 ) -> Starlette:
-    """The ASGI app. `background` runs alongside it (the embedded worker of `firmsift serve`).
-    `host` is the address it will be served on: it decides whether FIRMSIFT_AUTH=auto requires
-    keys, and UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
+    """The ASGI app, on the parts the container gives it (Container.api builds it). `background`
+    runs alongside it (the embedded worker of `firmsift serve`). `host` is the address it will be
+    served on: it decides whether FIRMSIFT_AUTH=auto requires keys (looked up in `api_keys`), and
+    UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
     `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz."""
-    settings = container.settings()
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
     failures = (TokenBuckets(settings.auth_failures_per_minute, holder="unknown API keys from this address")
                 if keys_required and settings.auth_failures_per_minute else None)
-    gate = Gate(container.api_keys() if keys_required else None, limiter, failures)
+    gate = Gate(api_keys if keys_required else None, limiter, failures)
     document = openapi_document(
-        auth_required=keys_required, classifiers=container.catalog(), max_domains=settings.max_domains_per_job,
+        auth_required=keys_required, classifiers=catalog, max_domains=settings.max_domains_per_job,
         max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
     )
 
@@ -77,26 +96,25 @@ def create_app(
             caller=caller,
             idempotency_key=request.headers.get("idempotency-key"),
         )
-        outcomes = container.intake_outcomes()
         try:
             async with backend_deadline():
                 submission = await submit_job(
                     command,
-                    catalog=container.catalog(),
-                    intake=container.intake(),
+                    catalog=catalog,
+                    intake=intake,
                     max_domains=settings.max_domains_per_job,
                 )
         except (QueueUnavailable, BackendUnavailable, DatabaseFailure):
-            outcomes.failed()  # /readyz says so until an intake succeeds again
+            intake_outcomes.failed()  # /readyz says so until an intake succeeds again
             raise
-        outcomes.succeeded()
+        intake_outcomes.succeeded()
         job = submission.job
         headers = {"Location": f"/domains/classify/{job.id}"}
         if submission.replayed:
             # Same status as the first answer, so a retry after a lost response looks like it.
             headers["Idempotent-Replayed"] = "true"
         else:
-            container.metrics().jobs_accepted.inc()
+            metrics.jobs_accepted.inc()
         return JSONResponse(accepted_document(job), status_code=202, headers=headers)
 
     @contextlib.asynccontextmanager
@@ -111,7 +129,7 @@ def create_app(
     async def poll(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers, _address(request))
         async with backend_deadline():
-            job = await find_job(request.path_params["job_id"], caller.owner, container.store())
+            job = await find_job(request.path_params["job_id"], caller.owner, jobs)
         return JSONResponse(job_document(job))
 
     async def openapi(_request: Request) -> JSONResponse:
@@ -124,13 +142,13 @@ def create_app(
     async def readyz(_request: Request) -> JSONResponse:
         """Readiness: the database answers and takes writes, the work queue answers, the
         latest intake did not fail, and (for `serve`) the embedded worker could start."""
-        checks = {**await container.readiness().check(), **(not_ready or {})}
+        checks = {**await readiness.check(), **(not_ready or {})}
         ready = all(result == "ok" for result in checks.values())
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                             status_code=200 if ready else 503)
 
-    async def metrics(_request: Request) -> Response:
-        body, content_type = container.metrics().exposition()
+    async def exposition(_request: Request) -> Response:
+        body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
 
     @contextlib.asynccontextmanager
@@ -145,7 +163,7 @@ def create_app(
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
+        Route("/metrics", exposition, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}

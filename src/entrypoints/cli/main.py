@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for warning in unknown_variable_warnings(os.environ):
         print(f"firmsift: warning: {warning}", file=sys.stderr)
-    from firmsift.entrypoints.cli.main import commands  # after parsing, so --help stays instant
+    from firmsift.entrypoints.cli import commands  # after parsing, so --help stays instant
 
     try:
         return commands.dispatch(args)

@@ -43,5 +43,7 @@ def _result_document(result: DomainResult) -> dict[str, Any]:
         "source": result.source.value if result.source else None,
         "evidence": [{"url": e.url, "title": e.title} for e in result.evidence],
         "evidence_status": result.evidence_status,
+        "quote": result.quote,
+        "quote_status": result.quote_status.value if result.quote_status else None,
         "error": result.error,
     }

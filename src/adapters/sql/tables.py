@@ -37,6 +37,8 @@ job_domains = Table(
     Column("error", Text),
     Column("finished_at", Float),
     Column("evidence_status", Text),
+    Column("quote", Text),
+    Column("quote_status", Text),
 )
 
 answers = Table(
@@ -56,6 +58,8 @@ answers = Table(
     Column("prompt_version", Text),
     Column("answered_at", Float, nullable=False),
     Column("evidence_status", Text),
+    Column("quote", Text),
+    Column("quote_status", Text),
 )
 
 known_companies = Table(

@@ -9,7 +9,8 @@ from firmsift.domain.model import Classifier, Evidence
 from firmsift.domain.quotes import MAX_QUOTE_CHARS
 
 MAX_EVIDENCE_CHARS = 6000
-NO_EVIDENCE = "(no evidence could be gathered; answer from what you know, with confidence at most 2 if unsure, and an empty quote)"
+NO_EVIDENCE = ("(no evidence could be gathered; answer from what you know, with confidence at most 2 if unsure, "
+               "and an empty quote)")
 
 
 def build_prompt(classifier: Classifier, domain: str, evidence: list[Evidence], marker: str) -> tuple[str, str]:

@@ -42,8 +42,8 @@ def normalise(text: str) -> str:
 def check_quote(quote: str | None, evidence_sent: str) -> QuoteStatus:
     """Whether `quote` verifies against `evidence_sent`, the evidence text exactly as the prompt
     carried it ('' when there was none): VERIFIED when the quote, normalised and trimmed of
-    wrapping marks, is MIN_QUOTE_CHARS or longer, was at most MAX_QUOTE_CHARS as written, and
-    appears in the normalised evidence."""
+    wrapping marks, is MIN_QUOTE_CHARS or longer, was at most MAX_QUOTE_CHARS as written (its
+    whitespace runs counted as one), and appears in the normalised evidence."""
     given = " ".join((quote or "").split())
     if not given:
         return QuoteStatus.NO_QUOTE if evidence_sent.strip() else QuoteStatus.NO_EVIDENCE

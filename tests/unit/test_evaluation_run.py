@@ -72,7 +72,8 @@ async def test_recorded_evidence_replays_without_search_and_missing_domains_are_
     replayed = ReplayedEvidence(snapshots, "static", [i.domain for i in LABELS])
     outcomes = await evaluate(Evaluation(LABELS, [candidate("one", llm, replayed)], FixedPricing(0, 0)))
     assert len(search.queries) == searched and len(llm.history) == 3
-    assert "snacks.com makes and sells packaged snacks and drinks." in next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)
+    asked = next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)
+    assert "snacks.com makes and sells packaged snacks and drinks." in asked
     assert [o.verdict for o in outcomes["one"]] == ["yes", "no", "yes"]
     with pytest.raises(MissingSnapshots, match="1 domain.*new.com.*--record"):
         ReplayedEvidence(snapshots, "static", ["snacks.com", "new.com"])

@@ -69,7 +69,8 @@ def test_only_a_verified_quote_keeps_a_confidence_above_2(status: QuoteStatus, g
 # --- properties: what was sent verifies however it is re-spaced or re-cased; what was not, never ---
 
 WHITESPACE = st.sampled_from([" ", "  ", "\n", "\t", " \n ", "\u00a0", "\u3000"])
-items = st.builds(Evidence, url=st.just("https://a.example/"), title=st.text(max_size=40), snippet=st.text(max_size=400))
+items = st.builds(Evidence, url=st.just("https://a.example/"), title=st.text(max_size=40),
+                  snippet=st.text(max_size=400))
 
 
 def _flip_ascii_case(text: str, flips: list[bool]) -> str:

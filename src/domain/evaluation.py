@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from firmsift.domain.model import Evidence
+from firmsift.domain.model import Evidence, QuoteStatus
 
 CONFIDENCE_LEVELS = (1, 2, 3, 4, 5)
 
@@ -72,6 +72,8 @@ class Outcome:
     cost_usd: float | None = 0.0  # None: the model's price is unknown
     from_cache: bool = False  # the completion came from the LLM response cache: no call was paid for
     raw_output: str | None = None  # what the model wrote, kept for unparseable answers
+    quote: str | None = None  # the model's quote from the evidence
+    quote_status: QuoteStatus | None = None  # None where no LLM answered
 
     @property
     def domain_seconds(self) -> float:
@@ -135,6 +137,13 @@ class Score:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float | None  # None when any answered call's model has no known price
+    quote_statuses: tuple[tuple[QuoteStatus, int], ...]  # the LLM's answers by quote status, every status listed
+
+    @property
+    def verified_share(self) -> float | None:
+        """The share of the LLM's answers whose quote was found in their evidence (None: no such answers)."""
+        counts = dict(self.quote_statuses)
+        return _ratio(counts[QuoteStatus.VERIFIED], sum(counts.values()))
 
     @property
     def accuracy(self) -> float | None:
@@ -170,6 +179,7 @@ def score(outcomes: Sequence[Outcome]) -> Score:
         for level in CONFIDENCE_LEVELS
     )
     asked = [o for o in outcomes if o.llm_seconds is not None]
+    checked = [o.quote_status for o in answered if o.quote_status is not None]
     completed = [o for o in outcomes if o.kind is not OutcomeKind.FAILED and o.source == "llm"]
     costs = [o.cost_usd for o in completed]
     return Score(
@@ -195,6 +205,7 @@ def score(outcomes: Sequence[Outcome]) -> Score:
         prompt_tokens=sum(o.prompt_tokens for o in completed),
         completion_tokens=sum(o.completion_tokens for o in completed),
         cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        quote_statuses=tuple((status, checked.count(status)) for status in QuoteStatus),
     )
 
 

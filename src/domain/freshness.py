@@ -1,22 +1,30 @@
-"""Cache freshness: how long a stored answer may be reused, by its confidence."""
+"""Cache freshness: how long a stored answer may be reused, by its confidence and its quote."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from firmsift.domain.model import Answer, ResultStatus
+from firmsift.domain.model import Answer, QuoteStatus, ResultStatus
 
 CONFIDENT_MAX_AGE = timedelta(days=60)  # confidence 4-5: confident answers save money
 UNSURE_MAX_AGE = timedelta(days=30)  # confidence 2-3: uncertain ones get checked sooner
+# An answer whose quote was not found in its evidence (or that gave none) rests on nothing we
+# could check: never longer than an unsure one, whatever its confidence says.
+UNVERIFIED_MAX_AGE = UNSURE_MAX_AGE
 
 
-def max_age(confidence: int | None) -> timedelta | None:
-    """How long an answer of this confidence may be reused; None means never."""
+def max_age(confidence: int | None, quote_status: QuoteStatus | None = None) -> timedelta | None:
+    """How long an answer of this confidence and quote status may be reused; None means never.
+    A quote status of None (no LLM answer, or one stored before quotes were checked) sets no limit."""
     if confidence in (4, 5):
-        return CONFIDENT_MAX_AGE
-    if confidence in (2, 3):
-        return UNSURE_MAX_AGE
-    return None
+        limit = CONFIDENT_MAX_AGE
+    elif confidence in (2, 3):
+        limit = UNSURE_MAX_AGE
+    else:
+        return None
+    if quote_status is not None and quote_status is not QuoteStatus.VERIFIED:
+        return min(limit, UNVERIFIED_MAX_AGE)
+    return limit
 
 
 def is_fresh(answer: Answer, now: datetime, prompt_version: str | None = None) -> bool:
@@ -27,5 +35,5 @@ def is_fresh(answer: Answer, now: datetime, prompt_version: str | None = None) -
         return False
     if prompt_version is not None and answer.prompt_version != prompt_version:
         return False
-    limit = max_age(answer.confidence)
+    limit = max_age(answer.confidence, answer.quote_status)
     return limit is not None and now - answer.answered_at < limit

@@ -44,5 +44,7 @@ def _result_document(result: DomainResult) -> dict[str, Any]:
         "evidence": [{"url": e.url, "title": e.title} for e in result.evidence],
         "evidence_status": result.evidence_status,
         "search_provider": result.search_provider,
+        "quote": result.quote,
+        "quote_status": result.quote_status.value if result.quote_status else None,
         "error": result.error,
     }

@@ -37,6 +37,16 @@ class Source(str, enum.Enum):
     LLM = "llm"
 
 
+class QuoteStatus(str, enum.Enum):
+    """Whether an LLM answer's quote was found in the evidence sent with the question (quotes.py).
+    Only VERIFIED lets an answer keep a confidence above 2."""
+
+    VERIFIED = "verified"  # found, normalised, in the evidence text the prompt carried
+    UNVERIFIED = "unverified"  # given, but not found there (or too short or too long to count)
+    NO_QUOTE = "no_quote"  # evidence was sent, and the model gave no quote
+    NO_EVIDENCE = "no_evidence"  # nothing was sent to quote from, and the model gave no quote
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One piece of (untrusted) web evidence: where it came from and what it said."""
@@ -95,6 +105,8 @@ class Answer:
     search_provider: str | None = None  # whose evidence the answer rests on; None where it used none
     model: str | None = None
     prompt_version: str | None = None
+    quote: str | None = None  # the model's quote from the evidence, as written (cut to MAX_QUOTE_CHARS)
+    quote_status: QuoteStatus | None = None  # None where no LLM answered (or answered before quotes)
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,8 @@ class DomainResult:
     error: str | None = None
     evidence_status: str | None = None
     search_provider: str | None = None
+    quote: str | None = None
+    quote_status: QuoteStatus | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
@@ -125,6 +139,8 @@ class DomainResult:
             error=answer.error,
             evidence_status=answer.evidence_status,
             search_provider=answer.search_provider,
+            quote=answer.quote,
+            quote_status=answer.quote_status,
         )
 
 

@@ -60,10 +60,10 @@ def check_storable(result: DomainResult, answer: Answer | None) -> None:
     """Raise UnstorableText naming the first text of `result` or `answer` that cannot be stored:
     the check every store makes before writing, so all of them refuse the same values."""
     texts = [("reason", result.reason), ("error", result.error), ("evidence status", result.evidence_status),
-             *_evidence_texts(result.evidence)]
+             ("quote", result.quote), *_evidence_texts(result.evidence)]
     if answer is not None:
         texts += [("raw output", answer.raw_output), ("model", answer.model), ("reason", answer.reason),
-                  ("error", answer.error), ("evidence status", answer.evidence_status),
+                  ("error", answer.error), ("evidence status", answer.evidence_status), ("quote", answer.quote),
                   *_evidence_texts(answer.evidence)]
     for name, value in texts:
         reason = unstorable_reason(value) if value is not None else None

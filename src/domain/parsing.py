@@ -25,6 +25,9 @@ class ParsedVerdict:
     answer: bool
     confidence: int
     reason: str
+    # The model's quote from the evidence, on one line; None when it gave none (an older prompt,
+    # a small model) or gave something other than text: the answer then says `no_quote`.
+    quote: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,8 @@ class ParseFailure:
 
 
 def parse_verdict(raw: object, answer_field: str) -> ParsedVerdict | ParseFailure:
-    """Read `{answer_field, confidence, reasoning}` from model output; never raises."""
+    """Read `{answer_field, confidence, reasoning, quote}` from model output; never raises.
+    Only the answer and the confidence are required."""
     if not isinstance(raw, str):
         return ParseFailure(f"model output is {type(raw).__name__}, not text", repr(raw))
     try:
@@ -63,7 +67,8 @@ def _parse(raw: str, answer_field: str) -> ParsedVerdict | ParseFailure:
     confidence = read_confidence(document.get("confidence"))
     if confidence is None:
         return ParseFailure("'confidence' is not a number from 0 to 100, a percentage or a fraction", raw)
-    return ParsedVerdict(answer=answer, confidence=confidence, reason=_read_reason(document))
+    return ParsedVerdict(answer=answer, confidence=confidence, reason=_read_reason(document),
+                         quote=_read_quote(document))
 
 
 def _first_json_object(text: str) -> dict[str, object] | None:
@@ -156,3 +161,10 @@ def _read_reason(document: dict[str, object]) -> str:
         return ""
     one_line = " ".join(reason.split())
     return one_line[:MAX_REASON_LENGTH]
+
+
+def _read_quote(document: dict[str, object]) -> str | None:
+    quote = document.get("quote")
+    if not isinstance(quote, str):
+        return None
+    return " ".join(quote.split()) or None

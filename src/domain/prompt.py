@@ -6,9 +6,11 @@ from string import Template
 from typing import Any
 
 from firmsift.domain.model import Classifier, Evidence
+from firmsift.domain.quotes import MAX_QUOTE_CHARS
 
 MAX_EVIDENCE_CHARS = 6000
-NO_EVIDENCE = "(no evidence could be gathered; answer from what you know, with confidence at most 2 if unsure)"
+NO_EVIDENCE = ("(no evidence could be gathered; answer from what you know, with confidence at most 2 if unsure, "
+               "and an empty quote)")
 
 
 def build_prompt(classifier: Classifier, domain: str, evidence: list[Evidence], marker: str) -> tuple[str, str]:
@@ -20,7 +22,8 @@ def build_prompt(classifier: Classifier, domain: str, evidence: list[Evidence], 
         "definition": classifier.definition,
         "answer_field": classifier.answer_field,
         "marker": marker,
-        "evidence": _evidence_block(evidence, marker),
+        "quote_max_chars": str(MAX_QUOTE_CHARS),
+        "evidence": _evidence_block(evidence_sent(evidence, marker), marker),
     }
     system = Template(classifier.system_prompt).safe_substitute(values)
     user = Template(classifier.user_prompt).safe_substitute(values)
@@ -35,15 +38,19 @@ def answer_schema(classifier: Classifier) -> dict[str, Any]:
             classifier.answer_field: {"type": "boolean"},
             "confidence": {"type": "integer", "minimum": 1, "maximum": 5},
             "reasoning": {"type": "string"},
+            # The limit is said, not enforced: OpenAI's strict mode refuses maxLength.
+            "quote": {"type": "string", "description": (
+                f"a passage copied word for word from the evidence that supports the answer, at most "
+                f"{MAX_QUOTE_CHARS} characters; empty when there is no evidence")},
         },
-        "required": [classifier.answer_field, "confidence", "reasoning"],
+        "required": [classifier.answer_field, "confidence", "reasoning", "quote"],
         "additionalProperties": False,
     }
 
 
-def _evidence_block(evidence: list[Evidence], marker: str) -> str:
-    if not evidence:
-        return NO_EVIDENCE
+def evidence_sent(evidence: list[Evidence], marker: str) -> str:
+    """The evidence text exactly as the prompt carries it between its markers, cut to
+    MAX_EVIDENCE_CHARS ('' when there is none): what the model's quote is checked against."""
     parts: list[str] = []
     budget = MAX_EVIDENCE_CHARS
     for number, item in enumerate(evidence, start=1):
@@ -54,8 +61,13 @@ def _evidence_block(evidence: list[Evidence], marker: str) -> str:
         budget -= len(entry)
         if budget <= 0:
             break
-    body = "\n\n".join(parts)
-    return f"<<<EVIDENCE {marker}>>>\n{body}\n<<<END EVIDENCE {marker}>>>"
+    return "\n\n".join(parts)
+
+
+def _evidence_block(sent: str, marker: str) -> str:
+    if not sent:
+        return NO_EVIDENCE
+    return f"<<<EVIDENCE {marker}>>>\n{sent}\n<<<END EVIDENCE {marker}>>>"
 
 
 def _clean(text: str, marker: str) -> str:

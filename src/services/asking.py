@@ -15,7 +15,8 @@ from firmsift.domain.excerpts import excerpt
 from firmsift.domain.model import Answer, Classifier, Completion, Evidence, ResultStatus, Source
 from firmsift.domain.outside_text import storable, storable_completion, storable_error, storable_evidence
 from firmsift.domain.parsing import ParseFailure, parse_verdict
-from firmsift.domain.prompt import answer_schema, build_prompt
+from firmsift.domain.prompt import answer_schema, build_prompt, evidence_sent
+from firmsift.domain.quotes import MAX_QUOTE_CHARS, check_quote, trusted_confidence
 
 if TYPE_CHECKING:
     from firmsift.ports.providers import LLM
@@ -39,6 +40,8 @@ async def ask_llm(
     reason, so one domain's failure stays that domain's. `slots` caps concurrent LLM calls.
     Evidence, the completion and error messages come from outside: they are made storable
     here, so a poison character cannot make the answer unsavable (and paid for again).
+    The answer's quote is checked against the evidence text the prompt carried: without a
+    verified quote the answer keeps at most confidence 2 (quotes.py).
     """
     evidence = storable_evidence(evidence)
     system, user = build_prompt(classifier, domain, evidence, marker)
@@ -58,6 +61,10 @@ async def ask_llm(
         began = excerpt(verdict.raw, RAW_START_LENGTH) or "(nothing)"
         return answer(status=ResultStatus.FAILED, error=f"unreadable model output: {verdict.error}; it began: {began}",
                       raw_output=verdict.raw, model=completion.model), completion
-    return answer(status=ResultStatus.DONE, answer=verdict.answer, confidence=verdict.confidence,
+    quoted = check_quote(verdict.quote, evidence_sent(evidence, marker))
+    return answer(status=ResultStatus.DONE, answer=verdict.answer,
+                  confidence=trusted_confidence(verdict.confidence, quoted),
                   # JSON escapes (\u0000, \ud800) decode to what the clean raw text did not hold.
-                  reason=storable(verdict.reason), raw_output=completion.text, model=completion.model), completion
+                  reason=storable(verdict.reason), raw_output=completion.text, model=completion.model,
+                  quote=storable(excerpt(verdict.quote, MAX_QUOTE_CHARS)) if verdict.quote else None,
+                  quote_status=quoted), completion

@@ -168,7 +168,8 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
     if answer.status is not ResultStatus.DONE:
         return Outcome(item.domain, item.label, OutcomeKind.UNPARSEABLE, raw_output=answer.raw_output, **common)
     return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=answer.answer,
-                   confidence=answer.confidence, reason=answer.reason, **common)
+                   confidence=answer.confidence, reason=answer.reason, quote=answer.quote,
+                   quote_status=answer.quote_status, **common)
 
 
 def completion_key(spec: CandidateSpec, classifier: Classifier, domain: str, evidence: Sequence[Evidence]) -> str:

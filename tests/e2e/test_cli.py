@@ -143,7 +143,8 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         header, *rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""), delimiter=";"))
         source_rows = list(csv.reader(io.StringIO(MESSY_EXPORT, newline=""), delimiter=";"))
         assert header == [*source_rows[0], "classified_domain", "status", "answer", "confidence", "reason", "source",
-                          "evidence", "evidence_status", "search_provider", "error", "job_id"]
+                          "evidence", "evidence_status", "search_provider", "quote", "quote_status", "error",
+                          "job_id"]
         assert [r[:3] for r in rows] == source_rows[1:]  # every row, every input cell, in input order
         answers = [(r[0], r[3], r[4], r[5]) for r in rows]
         assert answers == [
@@ -153,8 +154,11 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             ("Broken", "broken-answer.com", "FAILED", ""), ("Mail", "", "REJECTED", ""),
             ("Acme", "acme-snacks.com", "DONE", "true"), ("Kimberly again", "kimberly-clark.com", "DONE", "true")]
         assert {r[11] for r in rows if r[4] == "DONE"} == {"searxng"}  # whose evidence each answer used
-        assert rows[6][12] and f"line 9: failed broken-answer.com: {rows[6][12]}" in result.stderr
-        assert len({r[13] for r in rows if r[13]}) == 2  # 6 unique domains in jobs of <= 3
+        assert rows[6][14] and f"line 9: failed broken-answer.com: {rows[6][14]}" in result.stderr
+        assert len({r[15] for r in rows if r[15]}) == 2  # 6 unique domains in jobs of <= 3
+        # The fake model quotes the fake search's snippet: every answer's quote verifies.
+        assert {(r[4], r[13]) for r in rows} == {("DONE", "verified"), ("FAILED", ""), ("REJECTED", "")}
+        assert all(r[12] for r in rows if r[4] == "DONE")
 
         as_json = firmsift("classify", "acme-snacks.com", "--api", base, "--format", "json", env=env)
         assert as_json.returncode == 0, as_json.stderr

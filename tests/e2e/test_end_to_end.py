@@ -86,6 +86,8 @@ def test_jobs_flow_from_api_to_worker_to_reply_queue(stack: dict) -> None:
         for domain, result in by_domain.items():
             assert result["status"] == "DONE" and result["confidence"] in range(1, 6) and result["reason"]
             assert result["evidence"] and result["evidence"][0]["url"].startswith("https://")
+            # The fake model quotes the snippet it was sent: the worker finds it there (cached answers too).
+            assert result["quote_status"] == "verified" and result["quote"]
     sources = Counter(r["source"] for d in documents for r in d["results"])
     assert sources["llm"] == 16 and sources["cache"] == 2  # firstbank.com asked once, reused twice
     assert sum(llm_calls(stack["llm_log"]).values()) == 16

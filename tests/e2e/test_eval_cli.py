@@ -87,8 +87,16 @@ def test_every_figure_matches_the_hand_computation(env: dict[str, str], tmp_path
     assert (a["llm_calls"], a["prompt_tokens"], a["completion_tokens"]) == (6, 1050, 150)
     assert a["cost_usd"] == pytest.approx((1050 * 1.0 + 150 * 4.0) / 1e6)  # the candidate's own prices
     assert a["latency"]["llm_p95"] >= 3.0  # the timed-out call waited its full 3 s
+    # Four of model-a's five answers quote the fake search's snippet; bravo, an older prompt's
+    # answer, gives no quote (its confidence 2 is under the cap anyway).
+    assert a["quotes"] == {"llm_answers": 5, "verified_share": 0.8,
+                           "by_status": {"verified": 4, "unverified": 0, "no_quote": 1, "no_evidence": 0}}
+    assert "80.0% (4/5)" in stdout
     b = by_name(document)["model-b"]["metrics"]
     assert (b["accuracy"], b["false_negatives"], b["failed"]) == (1.0, [], [])
+    # model-b never quotes: every answer is right, but none keeps its stated confidence 4.
+    assert (b["quotes"]["verified_share"], b["quotes"]["by_status"]["no_quote"]) == (0.0, 8)
+    assert [level["answered"] for level in b["by_confidence"]] == [0, 8, 0, 0, 0]
     assert (b["prompt_tokens"], b["completion_tokens"]) == (16000, 400)
     assert b["cost_usd"] is None  # "openai/model-b" is in no price list and the file gives none
     assert b["cost_note"] == "local" and "n/a (local)" in stdout  # its API base is on loopback

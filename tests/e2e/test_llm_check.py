@@ -34,7 +34,9 @@ def test_the_fallback_format_is_shown_with_latency_tokens_and_the_parsed_answer(
     assert lines["response format"].strip() == "json_object with schema (after json_schema was refused)"
     assert lines["latency"].strip().endswith(" s")
     assert lines["tokens"].strip() == "10 in, 10 out"
-    assert lines["answer"].strip() == "acme-snacks.com: yes, confidence 4: fake answer for acme-snacks.com"
+    # The model said 4; asked without evidence, it has no quote to verify, so 2 at most, as a worker keeps it.
+    assert lines["answer"].strip() == "acme-snacks.com: yes, confidence 2: fake answer for acme-snacks.com"
+    assert lines["quote"].strip() == "no_evidence (no evidence is sent, so no quote can verify)"
     assert [r.format_kind for r in server.requests] == ["json_schema", "json_object+schema"]
     assert result.stderr.count("refused a response format") == 1  # the switch, logged once
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text, update
+from sqlalchemy import Engine, text, update
 
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
@@ -25,6 +26,7 @@ from firmsift.domain.model import (
     Job,
     JobStatus,
     KnownCompany,
+    QuoteStatus,
     ResultStatus,
     Source,
 )
@@ -56,6 +58,7 @@ def answer(domain: str, **changes: object) -> Answer:
         answer=True, confidence=4, reason="Makes snacks.",
         evidence=(Evidence("https://a.com/about", "About", "snacks"),), raw_output='{"is_cpg": true}',
         model="m", prompt_version="v1", evidence_status="none: could not resolve host", search_provider="searxng",
+        quote="Makes crisps and dips", quote_status=QuoteStatus.UNVERIFIED,
     )
     values.update(changes)
     return Answer(**values)  # type: ignore[arg-type]
@@ -83,6 +86,44 @@ async def test_results_and_answers_round_trip(store) -> None:
     assert stored.result_for("b.com").status is ResultStatus.PENDING
     assert (await store.get_answers(["a.com", "b.com"], "cpg")) == {"a.com": given}
     assert (await store.get_answers(["a.com"], "other")) == {}
+
+
+@pytest.mark.parametrize("status", [*QuoteStatus, None])
+async def test_every_quote_status_round_trips(store, status: QuoteStatus | None) -> None:
+    await store.create_job(job())
+    given = answer("a.com", quote=None if status is None else "Makes crisps and dips", quote_status=status)
+    await store.save_result("j1", DomainResult.from_answer(given, Source.LLM), given)
+    assert (await store.get_job("j1")).result_for("a.com") == DomainResult.from_answer(given, Source.LLM)
+    assert (await store.get_answers(["a.com"], "cpg")) == {"a.com": given}
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_an_answer_stored_before_quotes_were_checked_reads_without_them(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with _unmigrated(backend, tmp_path) as engine:
+        monkeypatch.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 5))
+        migrations.upgrade(engine)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,"
+                " answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 5, 'old', '[]', 1)")
+        monkeypatch.undo()
+        assert 5 in [m.version for m in migrations.upgrade(engine)]
+        stored = (await SqlStore(engine).get_answers(["a.com"], "cpg"))["a.com"]
+    assert (stored.confidence, stored.quote, stored.quote_status) == (5, None, None)
+
+
+@contextmanager
+def _unmigrated(backend: str, folder: Path) -> Iterator[Engine]:
+    if backend == "postgresql":
+        with postgres_engine(migrate=False) as engine:
+            yield engine
+        return
+    engine = make_engine(f"sqlite:///{folder / 'old.db'}")
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 async def test_answers_upsert_on_domain_and_classifier(store) -> None:
@@ -126,7 +167,7 @@ async def test_known_companies_upsert_idempotently(store) -> None:
 
 
 @pytest.mark.parametrize("poison", ["\x00", "\ud800"])
-@pytest.mark.parametrize("field", ["raw_output", "reason", "evidence", "evidence_status"])
+@pytest.mark.parametrize("field", ["raw_output", "reason", "evidence", "evidence_status", "quote"])
 async def test_an_unstorable_text_is_refused_with_nothing_written(store, poison: str, field: str) -> None:
     await store.create_job(job())
     changes = ({"evidence": (Evidence("https://a.com/", f"About{poison}"),)} if field == "evidence"

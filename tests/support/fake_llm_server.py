@@ -29,6 +29,9 @@ RESPONSE_FORMAT_REFUSAL = "response_format is not supported by this server"
 _HOST_NAME = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\b")
 _LABELLED_DOMAIN = re.compile(r"domain[^\n:]{0,20}:\s*[`\"'<]*([^\s`\"'>]+)", re.IGNORECASE)
 _ANSWER_FIELD = re.compile(r"\b(is_[a-z0-9_]+)\b")
+_EVIDENCE_BLOCK = re.compile(r"<<<EVIDENCE (\S+)>>>\n(.*?)\n<<<END EVIDENCE \1>>>", re.DOTALL)
+_ENTRY_HEADING = re.compile(r"^\[\d+\] ")
+QUOTE_LIMIT = 200  # characters of the evidence the scripted answer quotes
 
 
 @dataclass(frozen=True)
@@ -310,27 +313,46 @@ def _error_body(message: str, status: int) -> bytes:
 
 def scripted_answer(body: Any, decision: Decision) -> dict[str, Any]:
     """A deterministic answer shaped like the request's schema: the boolean field (is_cpg for the
-    cpg classifier) decided by `decision`, integers 4, strings a short reason."""
+    cpg classifier) decided by `decision`, integers 4, `quote` a passage of the evidence the
+    request carries (see `evidence_passage`), other strings a short reason."""
     domain = requested_domain(body)
     if decision.answer == "auto":
         verdict = not (domain and decision.no_if_contains in domain)
     else:
         verdict = decision.answer == "yes"
     reason = f"fake answer for {domain or 'an unnamed domain'}"
+    quote = evidence_passage(_user_text(body))
     properties = _schema_properties(body)
     if not properties:
-        return {_answer_field(body): verdict, "confidence": 4, "reasoning": reason}
+        return {_answer_field(body): verdict, "confidence": 4, "reasoning": reason, "quote": quote}
     answer: dict[str, Any] = {}
     for name, spec in properties.items():
         kinds = spec.get("type") if isinstance(spec, dict) else None
         kinds = kinds if isinstance(kinds, list) else [kinds]
-        if "boolean" in kinds:
+        if name == "quote":
+            answer[name] = quote
+        elif "boolean" in kinds:
             answer[name] = verdict
         elif "integer" in kinds or "number" in kinds:
             answer[name] = 4
         else:
             answer[name] = reason
     return answer
+
+
+def evidence_passage(user_text: str) -> str:
+    """What a well-behaved model quotes: the longest text line of the evidence block (a snippet or
+    title, without the `[n]` and `URL:` headings), cut at a space to QUOTE_LIMIT characters;
+    '' when the prompt carries no evidence."""
+    block = _EVIDENCE_BLOCK.search(user_text)
+    if block is None:
+        return ""
+    lines = [_ENTRY_HEADING.sub("", line) for line in block.group(2).splitlines() if not line.startswith("URL: ")]
+    passage = max(lines, key=len, default="")
+    if len(passage) > QUOTE_LIMIT:
+        cut = passage.rfind(" ", 0, QUOTE_LIMIT + 1)
+        passage = passage[: cut if cut > 0 else QUOTE_LIMIT]
+    return passage.strip()
 
 
 def requested_domain(body: Any) -> str | None:

@@ -16,7 +16,7 @@ from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.memory.evaluation import FixedPricing, InMemorySnapshots
 from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, Outcome, OutcomeKind
-from firmsift.domain.model import Evidence
+from firmsift.domain.model import Evidence, QuoteStatus
 from firmsift.entrypoints.eval import figures as fig
 from firmsift.entrypoints.eval.document import report_document
 from firmsift.entrypoints.eval.report import render_html, render_markdown, summary_table, write_reports
@@ -45,9 +45,10 @@ LABELS = [
 
 
 def _answer(domain: str, label: bool, answer: bool, confidence: int, reason: str = "because",
-            cost: float | None = 0.0005) -> Outcome:
+            cost: float | None = 0.0005, quote: QuoteStatus = QuoteStatus.VERIFIED) -> Outcome:
     return Outcome(domain, label, OutcomeKind.ANSWERED, answer=answer, confidence=confidence, reason=reason,
-                   search_seconds=0.5, llm_seconds=1.25, prompt_tokens=1000, completion_tokens=50, cost_usd=cost)
+                   search_seconds=0.5, llm_seconds=1.25, prompt_tokens=1000, completion_tokens=50, cost_usd=cost,
+                   quote="a passage of the page <b>", quote_status=quote)
 
 
 def _document() -> dict[str, Any]:
@@ -56,7 +57,7 @@ def _document() -> dict[str, Any]:
     label = {item.domain: item.label for item in LABELS}
     alpha = [
         _answer("acme-foods.example", True, True, 5),
-        _answer("hostile.example", True, False, 3, HOSTILE_REASON),
+        _answer("hostile.example", True, False, 3, HOSTILE_REASON, quote=QuoteStatus.UNVERIFIED),
         _answer("steelworks.example", False, True, 4, "sells | steel\nand `food`"),
         _answer("beverage.example", True, True, 5),
         _answer("software.example", False, False, 4),
@@ -97,7 +98,8 @@ def test_the_fixture_has_the_figures_the_views_must_show(document: dict[str, Any
 def test_summary_shows_every_metric_and_lists_false_negatives_before_false_positives(document: dict[str, Any]) -> None:
     text = summary_table(document)
     for expected in ("66.7% (4/6)", "33.3% (2/6)", "66.7%", "0.667", "n/a", "$0.0030", "n/a (price unknown)",
-                     "1.75s / 1.75s", "1.75s / 2.50s", "1.25s / 2.00s", "6 (0)", "5 (0)", "6,000/300", "disagreements: 5"):
+                     "1.75s / 1.75s", "1.75s / 2.50s", "1.25s / 2.00s", "6 (0)", "5 (0)", "6,000/300", "disagreements: 5",
+                     "83.3% (5/6)", "100.0% (4/4)"):  # quotes verified: alpha's hostile.example did not
         assert expected in text
     for candidate in document["candidates"]:
         for cell in fig.metric_row(candidate):
@@ -121,7 +123,8 @@ def test_markdown_shows_every_metric_escaped(document: dict[str, Any]) -> None:
     for candidate in document["candidates"]:
         for cell in fig.metric_row(candidate):
             assert md_escape(cell) in text
-    for expected in ("66.7% (4/6)", "n/a (price unknown)", "$0.0030", "no answers", "50.0% (1/2)"):
+    for expected in ("66.7% (4/6)", "n/a (price unknown)", "$0.0030", "no answers", "50.0% (1/2)",
+                     "| unverified |", "| verified |"):
         assert expected in text
     assert "<" not in text and "\r" not in text
     assert re.search(r"(?<!\\)`", text) is None  # every backtick escaped
@@ -173,7 +176,7 @@ def test_html_shows_every_metric_and_highlights_the_best_accuracy(document: dict
     assert page.count('class="badge"') == 1
     assert page.count('<td class="num best">') == len(fig.METRIC_HEADERS) - 1  # alpha's whole column
     for expected in ("labels &lt;test&gt;.csv", "6 (3 yes, 3 no)", "replayed", "2026-05-01T12:00:00+00:00",
-                     "1m 30.0s", "https://llm.example/v1"):
+                     "1m 30.0s", "https://llm.example/v1", "<th>quote</th>", "<td>unverified</td>"):
         assert expected in page
     assert "pw@" not in page and "key=s" not in page
 

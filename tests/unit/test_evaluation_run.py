@@ -10,7 +10,7 @@ from firmsift.adapters.memory.evaluation import FixedPricing, InMemoryCompletion
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, OutcomeKind
-from firmsift.domain.model import Evidence, KnownCompany
+from firmsift.domain.model import Evidence, KnownCompany, QuoteStatus
 from firmsift.services.evaluation_run import (
     Candidate,
     CandidateSpec,
@@ -25,8 +25,8 @@ from firmsift.services.evaluation_run import (
 pytestmark = pytest.mark.anyio
 CPG = load_catalog()["cpg"]
 LABELS = [LabelledDomain("snacks.com", True), LabelledDomain("bank.com", False), LabelledDomain("soap.com", True)]
-YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
-NO = '{"is_cpg": false, "confidence": 4, "reasoning": "A bank."}'
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
+NO = '{"is_cpg": false, "confidence": 4, "reasoning": "A bank."}'  # an older prompt's answer: no quote
 
 
 def ticking_clock(step: float = 0.25):
@@ -56,6 +56,10 @@ async def test_candidates_sharing_a_provider_search_each_domain_once_and_are_sco
     assert [o.correct for o in outcomes["two"]] == [True, False, True]
     assert outcomes["one"][0].cost_usd == pytest.approx((100 * 1.0 + 20 * 2.0) / 1e6)
     assert progress[0] == (0, 6) and progress[-1] == (6, 6)
+    # Scored on the worker's path: the quote is checked, and an answer without one keeps confidence 2.
+    assert [(o.quote_status, o.confidence) for o in outcomes["one"]] == [
+        (QuoteStatus.VERIFIED, 5), (QuoteStatus.NO_QUOTE, 2), (QuoteStatus.VERIFIED, 5)]
+    assert outcomes["one"][0].quote == "makes and sells packaged snacks"
 
 
 async def test_recorded_evidence_replays_without_search_and_missing_domains_are_refused() -> None:
@@ -68,7 +72,8 @@ async def test_recorded_evidence_replays_without_search_and_missing_domains_are_
     replayed = ReplayedEvidence(snapshots, "static", [i.domain for i in LABELS])
     outcomes = await evaluate(Evaluation(LABELS, [candidate("one", llm, replayed)], FixedPricing(0, 0)))
     assert len(search.queries) == searched and len(llm.history) == 3
-    assert "snacks.com makes snacks." in next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)
+    asked = next(c.user for c in llm.history if "Domain: snacks.com\n" in c.user)
+    assert "snacks.com makes and sells packaged snacks and drinks." in asked
     assert [o.verdict for o in outcomes["one"]] == ["yes", "no", "yes"]
     with pytest.raises(MissingSnapshots, match="1 domain.*new.com.*--record"):
         ReplayedEvidence(snapshots, "static", ["snacks.com", "new.com"])

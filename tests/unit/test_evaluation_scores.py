@@ -5,6 +5,7 @@ import math
 from hypothesis import given, strategies as st
 
 from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind, disagreements, percentile, score
+from firmsift.domain.model import QuoteStatus
 
 A, U, F = OutcomeKind.ANSWERED, OutcomeKind.UNPARSEABLE, OutcomeKind.FAILED
 
@@ -75,6 +76,22 @@ def test_a_candidate_that_finds_nothing_scores_f1_zero_not_nothing() -> None:
 def test_search_failures_are_counted_apart() -> None:
     figures = score([answered("a.com", True, True, 3, 1.0, search_error="timed out"), answered("b.com", True, True, 3, 1.0)])
     assert figures.search_failed_domains == ("a.com",)
+
+
+def test_the_share_of_verified_quotes_counts_the_llms_answers_only() -> None:
+    figures = score([
+        answered("a.com", True, True, 5, 1.0, quote_status=QuoteStatus.VERIFIED),
+        answered("b.com", True, True, 2, 1.0, quote_status=QuoteStatus.UNVERIFIED),
+        answered("c.com", False, True, 2, 1.0, quote_status=QuoteStatus.NO_QUOTE),
+        answered("d.com", False, False, 4, 1.0, quote_status=QuoteStatus.VERIFIED),
+        Outcome("e.com", True, A, answer=True, confidence=5, source="known_company"),  # nothing to quote
+        Outcome("f.com", True, F, error="down"),
+        Outcome("g.com", True, U, error="unreadable"),
+    ])
+    assert dict(figures.quote_statuses) == {QuoteStatus.VERIFIED: 2, QuoteStatus.UNVERIFIED: 1,
+                                            QuoteStatus.NO_QUOTE: 1, QuoteStatus.NO_EVIDENCE: 0}
+    assert figures.verified_share == 0.5
+    assert score(OUTCOMES[8:9]).verified_share is None  # a known company alone: no LLM answer to count
 
 
 def test_disagreements_list_domains_where_verdicts_differ_in_label_order() -> None:

@@ -14,8 +14,9 @@ from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
 
-YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
-NO = '{"is_cpg": false, "confidence": 4, "reasoning": "Sells software."}'
+# The in-memory search finds "<domain> makes and sells packaged snacks and drinks." for every domain.
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
+NO = '{"is_cpg": false, "confidence": 4, "reasoning": "Sells software.", "quote": "sells CRM software to banks"}'
 
 
 def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
@@ -40,10 +41,16 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
             if shown["status"] not in ("PENDING", "RUNNING"):
                 break
             time.sleep(0.01)
+        described = client.get("/openapi.json").json()["components"]["schemas"]["Result"]
 
     assert shown["status"] == "DONE"
     assert [(r["domain"], r["answer"], r["source"], r["search_provider"]) for r in shown["results"]] == [
         ("snacks.example.com", True, "llm", "searxng"), ("crm.example.org", False, "llm", "searxng")]
+    # A quote the evidence holds keeps its confidence; one it does not hold keeps 2 at most.
+    assert [(r["confidence"], r["quote"], r["quote_status"]) for r in shown["results"]] == [
+        (5, "makes and sells packaged snacks", "verified"), (2, "sells CRM software to banks", "unverified")]
+    assert all(set(r) == set(described["required"]) == set(described["properties"]) for r in shown["results"])
+    assert {r["quote_status"] for r in shown["results"]} <= set(described["properties"]["quote_status"]["enum"])
     [reply] = container.replies().published
     assert reply.queue == "team" and json.loads(reply.body) == shown
     assert llm.calls_about("snacks.example.com") == llm.calls_about("crm.example.org") == 1

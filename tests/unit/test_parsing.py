@@ -62,6 +62,37 @@ def test_garbage_fails_with_the_raw_output_kept(raw: str, error: str) -> None:
     assert result.raw == raw
 
 
+@pytest.mark.parametrize(
+    ("quote", "read"),
+    [
+        ('"Makes crisps and dips."', "Makes crisps and dips."),
+        ('"  Makes crisps\\n  and   dips. "', "Makes crisps and dips."),  # one line, as stored
+        ('""', None),
+        ('"  "', None),
+        ("null", None),
+        ("42", None),
+        ('["Makes crisps", "and dips"]', None),  # not text: read as no quote, not as a failure
+    ],
+)
+def test_the_quote_is_read_on_one_line_and_anything_but_text_is_no_quote(quote: str, read: str | None) -> None:
+    raw = f'{{"is_cpg": true, "confidence": 4, "reasoning": "r", "quote": {quote}}}'
+    assert parse_verdict(raw, "is_cpg") == ParsedVerdict(answer=True, confidence=4, reason="r", quote=read)
+
+
+def test_an_answer_without_a_quote_is_accepted_and_says_it_has_none() -> None:
+    # An older prompt's output, or a small model that dropped the field.
+    assert parse_verdict('{"is_cpg": true, "confidence": 5, "reasoning": "r"}', "is_cpg") == ok(True, 5)
+    assert ok(True, 5).quote is None
+
+
+@given(st.text(max_size=300))
+def test_any_text_quote_round_trips_whitespace_collapsed(quote: str) -> None:
+    raw = json.dumps({"is_cpg": False, "confidence": 2, "reasoning": "r", "quote": quote})
+    result = parse_verdict(raw, "is_cpg")
+    assert isinstance(result, ParsedVerdict)
+    assert result.quote == (" ".join(quote.split()) or None)
+
+
 def test_non_text_is_a_failure() -> None:
     assert isinstance(parse_verdict(None, "is_cpg"), ParseFailure)
 

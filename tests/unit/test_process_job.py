@@ -12,7 +12,17 @@ from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.errors import ProviderError
-from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.model import (
+    Answer,
+    DomainResult,
+    Evidence,
+    Job,
+    JobStatus,
+    KnownCompany,
+    QuoteStatus,
+    ResultStatus,
+    Source,
+)
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.settings import Settings
@@ -23,7 +33,8 @@ from firmsift.services.process import JobDependencies, process_job
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
-YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks."}'
+# Quotes StaticSearch's snippet, so the answer verifies and keeps its confidence.
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "Makes and sells packaged snacks"}'
 
 
 def graph(llm: ScriptedLLM | None = None, search: Search | None = None, llm_slots: int = 4,
@@ -215,6 +226,24 @@ async def test_a_known_company_needs_no_search_and_has_no_evidence_status() -> N
     job = await process_job("job-1", deps)
     assert job.results[0].source is Source.KNOWN_COMPANY and job.results[0].evidence_status is None
     assert job.results[0].search_provider is None
+    assert (job.results[0].quote, job.results[0].quote_status) == (None, None)
+
+
+async def test_the_quote_and_its_check_are_stored_and_reused_with_the_cache() -> None:
+    unverified = '{"is_cpg": true, "confidence": 5, "reasoning": "r", "quote": "Acme bakes sourdough bread daily"}'
+    store, deps, llm = make(llm=ScriptedLLM(YES, by_domain={"b.com": unverified}))
+    await add_job(store, "a.com", "b.com")
+    job = await process_job("job-1", deps)
+    assert [(r.confidence, r.quote, r.quote_status) for r in job.results] == [
+        (5, "Makes and sells packaged snacks", QuoteStatus.VERIFIED),
+        (2, "Acme bakes sourdough bread daily", QuoteStatus.UNVERIFIED),
+    ]
+    assert store.answers[("b.com", "cpg")].quote_status is QuoteStatus.UNVERIFIED
+    await add_job(store, "a.com", "b.com", job_id="job-2")
+    again = await process_job("job-2", deps)
+    assert [(r.source, r.confidence, r.quote_status) for r in again.results] == [
+        (Source.CACHE, 5, QuoteStatus.VERIFIED), (Source.CACHE, 2, QuoteStatus.UNVERIFIED)]
+    assert len(llm.history) == 2
 
 
 async def test_unknown_job_returns_none() -> None:

@@ -186,7 +186,8 @@ async def test_search_is_retried_by_the_same_rules() -> None:
                              clock=fake.clock)
 
     assert await adapter.gather("acme.com") == [
-        Evidence(url="https://acme.com/about", title="About acme.com", snippet="acme.com makes snacks.")
+        Evidence(url="https://acme.com/about", title="About acme.com",
+                 snippet="acme.com makes and sells packaged snacks and drinks.")
     ]
     assert fake.sleeps == [2.0] and search.queries == ["acme.com", "acme.com"]
 

@@ -19,13 +19,20 @@ class LLMCall:
     json_schema: dict[str, Any]
 
 
+# A passage of every StaticSearch snippet: the scripted default quotes it, so the default answer
+# verifies against StaticSearch's evidence and keeps its confidence.
+STATIC_EVIDENCE_PASSAGE = "makes and sells packaged snacks and drinks"
+SCRIPTED_ANSWER = ('{"answer": true, "confidence": 4, "reasoning": "scripted", '
+                   f'"quote": "{STATIC_EVIDENCE_PASSAGE}"}}')
+
+
 class ScriptedLLM:
     """Answers from a queue of scripted replies (text, or an exception to raise), then a default.
 
     `history` records every call, so a test can assert how often the LLM was asked and with what.
     """
 
-    def __init__(self, default: str | Exception = '{"answer": true, "confidence": 4, "reasoning": "scripted"}',
+    def __init__(self, default: str | Exception = SCRIPTED_ANSWER,
                  *, model: str = "scripted-model", delay: float = 0.0, by_domain: dict[str, str | Exception] | None = None,
                  tokens: tuple[int, int] | None = None) -> None:
         self.model = model
@@ -89,4 +96,5 @@ class StaticSearch:
             raise self.failure
         if self.evidence is not None:
             return list(self.evidence)
-        return [Evidence(url=f"https://{domain}/about", title=f"About {domain}", snippet=f"{domain} makes snacks.")]
+        return [Evidence(url=f"https://{domain}/about", title=f"About {domain}",
+                         snippet=f"{domain} {STATIC_EVIDENCE_PASSAGE}.")]

@@ -127,11 +127,23 @@ def _m004_search_provider(_dialect: str) -> list[str]:
     ]
 
 
+def _m005_quotes(_dialect: str) -> list[str]:
+    # The model's quote from the evidence and whether it was found there (verified / unverified /
+    # no_quote / no_evidence); NULL where no LLM answered, and in rows stored before quotes.
+    return [
+        "ALTER TABLE answers ADD COLUMN quote TEXT",
+        "ALTER TABLE answers ADD COLUMN quote_status TEXT",
+        "ALTER TABLE job_domains ADD COLUMN quote TEXT",
+        "ALTER TABLE job_domains ADD COLUMN quote_status TEXT",
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m001_initial),
     Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
     Migration(3, "evidence_status", _m003_evidence_status),
     Migration(4, "search_provider", _m004_search_provider),
+    Migration(5, "quotes", _m005_quotes),
 )
 
 CREATE_MIGRATIONS_TABLE = (

@@ -17,7 +17,17 @@ from sqlalchemy.exc import DataError
 from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.idempotency import IdempotencyKeyTaken
-from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, KnownCompany, ResultStatus, Source
+from firmsift.domain.model import (
+    Answer,
+    DomainResult,
+    Evidence,
+    Job,
+    JobStatus,
+    KnownCompany,
+    QuoteStatus,
+    ResultStatus,
+    Source,
+)
 from firmsift.domain.outside_text import UnstorableText, check_storable, storable_error
 
 T = TypeVar("T")
@@ -26,16 +36,17 @@ T = TypeVar("T")
 UPSERT_ANSWER = text("""
     INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
                          error, raw_output, model, prompt_version, answered_at, evidence_status,
-                         search_provider)
+                         search_provider, quote, quote_status)
     VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
             :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status,
-            :search_provider)
+            :search_provider, :quote, :quote_status)
     ON CONFLICT (domain, classifier) DO UPDATE SET
         status = excluded.status, source = excluded.source, answer = excluded.answer,
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
         error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
         prompt_version = excluded.prompt_version, answered_at = excluded.answered_at,
-        evidence_status = excluded.evidence_status, search_provider = excluded.search_provider
+        evidence_status = excluded.evidence_status, search_provider = excluded.search_provider,
+        quote = excluded.quote, quote_status = excluded.quote_status
 """)
 
 # Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
@@ -127,6 +138,8 @@ class SqlStore:
                         answer=result.answer, confidence=result.confidence, reason=result.reason,
                         evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
                         evidence_status=result.evidence_status, search_provider=result.search_provider,
+                        quote=result.quote,
+                        quote_status=_status_value(result.quote_status),
                     )
                 )
             if answer is not None:
@@ -222,12 +235,21 @@ def _optional_bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+def _status_value(status: QuoteStatus | None) -> str | None:
+    return None if status is None else status.value
+
+
+def _quote_status(value: str | None) -> QuoteStatus | None:
+    return None if value is None else QuoteStatus(value)
+
+
 def _domain_result(row: Any) -> DomainResult:
     return DomainResult(
         domain=row["domain"], status=ResultStatus(row["status"]), answer=_optional_bool(row["answer"]),
         confidence=row["confidence"], reason=row["reason"], source=Source(row["source"]) if row["source"] else None,
         evidence=_evidence(row["evidence"]), error=row["error"], evidence_status=row["evidence_status"],
         search_provider=row["search_provider"],
+        quote=row["quote"], quote_status=_quote_status(row["quote_status"]),
     )
 
 
@@ -238,6 +260,7 @@ def _answer(row: Any) -> Answer:
         confidence=row["confidence"], reason=row["reason"], evidence=_evidence(row["evidence"]),
         error=row["error"], raw_output=row["raw_output"], model=row["model"], prompt_version=row["prompt_version"],
         evidence_status=row["evidence_status"], search_provider=row["search_provider"],
+        quote=row["quote"], quote_status=_quote_status(row["quote_status"]),
     )
 
 
@@ -249,4 +272,5 @@ def _answer_params(answer: Answer) -> dict[str, Any]:
         "raw_output": answer.raw_output, "model": answer.model, "prompt_version": answer.prompt_version,
         "answered_at": answer.answered_at.timestamp(), "evidence_status": answer.evidence_status,
         "search_provider": answer.search_provider,
+        "quote": answer.quote, "quote_status": _status_value(answer.quote_status),
     }

@@ -38,6 +38,8 @@ job_domains = Table(
     Column("finished_at", Float),
     Column("evidence_status", Text),
     Column("search_provider", Text),
+    Column("quote", Text),
+    Column("quote_status", Text),
 )
 
 answers = Table(
@@ -58,6 +60,8 @@ answers = Table(
     Column("answered_at", Float, nullable=False),
     Column("evidence_status", Text),
     Column("search_provider", Text),
+    Column("quote", Text),
+    Column("quote_status", Text),
 )
 
 known_companies = Table(

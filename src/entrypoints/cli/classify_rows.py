@@ -14,7 +14,7 @@ from firmsift.domain.normalize import DomainRejected
 REJECTED = "REJECTED"
 # `classified_domain` says what was taken from the cell (normalized); the rest is the API's answer.
 ANSWER_COLUMNS = ("classified_domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                  "evidence_status", "search_provider", "error", "job_id")
+                  "evidence_status", "search_provider", "quote", "quote_status", "error", "job_id")
 CLASH_PREFIX = "firmsift_"
 
 
@@ -90,6 +90,8 @@ def answer_fields(row: Row) -> dict[str, Any]:
         "evidence": result.get("evidence") or [],
         "evidence_status": result.get("evidence_status"),
         "search_provider": result.get("search_provider"),
+        "quote": result.get("quote"),
+        "quote_status": result.get("quote_status"),
         "error": row.error if row.domain is None else result.get("error"),
         "job_id": row.job_id,
     }

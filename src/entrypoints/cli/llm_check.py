@@ -33,7 +33,8 @@ def add_llm_parser(commands: argparse._SubParsersAction) -> None:  # type: ignor
     check = actions.add_parser(
         "check", help="make one real call through the LLM settings and report what happened",
         description="Ask the configured model one classification question (no web search: the model is told "
-                    "no evidence could be gathered), the way a worker does, with no retry. Prints the model, "
+                    "no evidence could be gathered, so its answer has no quote to verify and keeps "
+                    "confidence 2 at most), the way a worker does, with no retry. Prints the model, "
                     "the API base host, the response format that worked, latency, tokens and the parsed "
                     "answer; or the cause of the failure. Exits 0 when a readable answer came back, 1 if not.")
     check.add_argument("--domain", default=DEFAULT_DOMAIN, help=f"domain to ask about (default {DEFAULT_DOMAIN})")
@@ -70,6 +71,8 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
         return EXIT_FAILURE
     verdict = "yes" if answer.answer else "no"
     print(f"answer:          {args.domain}: {verdict}, confidence {answer.confidence}: {answer.reason}", file=out)
+    assert answer.quote_status is not None  # every readable answer's quote is checked
+    print(f"quote:           {answer.quote_status.value} (no evidence is sent, so no quote can verify)", file=out)
     return EXIT_OK
 
 

@@ -88,6 +88,10 @@ def _metrics(figures: Score) -> dict[str, Any]:
         "prompt_tokens": figures.prompt_tokens,
         "completion_tokens": figures.completion_tokens,
         "cost_usd": figures.cost_usd,
+        # Of the LLM's answers, how many quoted their evidence verifiably, and what the others did.
+        "quotes": {"llm_answers": sum(count for _, count in figures.quote_statuses),
+                   "verified_share": figures.verified_share,
+                   "by_status": {status.value: count for status, count in figures.quote_statuses}},
     }
 
 
@@ -108,6 +112,8 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
         "completion_tokens": outcome.completion_tokens,
         "cost_usd": outcome.cost_usd,
         "from_cache": outcome.from_cache,
+        "quote": outcome.quote,
+        "quote_status": outcome.quote_status.value if outcome.quote_status else None,
         # Untrusted model output, capped: every view escapes it.
         "raw_output": None if outcome.raw_output is None else outcome.raw_output[:RAW_OUTPUT_LIMIT],
     }

@@ -9,13 +9,15 @@ NOT_AVAILABLE = "n/a"
 
 # One row per candidate in every view's metrics table, in this order.
 METRIC_HEADERS = ("candidate", "accuracy", "FN", "FP", "precision", "recall", "F1", "unparseable", "failed",
-                  "domain p50/p95", "LLM p50/p95", "LLM calls (cached)", "tokens in/out", "cost")
+                  "quotes verified", "domain p50/p95", "LLM p50/p95", "LLM calls (cached)", "tokens in/out", "cost")
 
 METRICS_NOTE = (
     "Accuracy counts every labelled domain (an unanswered one is wrong). The confusion matrix and precision "
     "count answered domains; recall counts every domain labelled yes (an unanswered CPG company was not "
     "found); F1 = 2TP / (2TP + FP + missed yes). Latencies are nearest-rank percentiles (LLM: per answer, "
-    "retries included); LLM calls counts completions obtained, (cached) those served from the response cache."
+    "retries included); LLM calls counts completions obtained, (cached) those served from the response cache. "
+    "Quotes verified: the LLM's answers whose quote was found in the evidence sent; the others keep confidence 2 "
+    "at most."
 )
 
 
@@ -36,6 +38,19 @@ def f1(value: float | None) -> str:
 
 def seconds(value: float | None) -> str:
     return NOT_AVAILABLE if value is None else f"{value:.2f}s"
+
+
+def quotes_verified(metrics: Mapping[str, Any]) -> str:
+    """`84.0% (21/25)`: the LLM's answers whose quote verified, of all its answers."""
+    quotes = metrics["quotes"]
+    if quotes["verified_share"] is None:
+        return NOT_AVAILABLE
+    return f"{percent(quotes['verified_share'])} ({quotes['by_status']['verified']}/{quotes['llm_answers']})"
+
+
+def quote_cell(outcome: Mapping[str, Any]) -> str:
+    """One answer's quote status (verified, unverified, no_quote, no_evidence); a dash where no LLM answered."""
+    return outcome.get("quote_status") or "—"
 
 
 def percentiles(p50: float | None, p95: float | None) -> str:
@@ -76,7 +91,7 @@ def metric_row(candidate: Mapping[str, Any]) -> list[str]:
     return [
         candidate["name"], accuracy(m), str(len(m["false_negatives"])), str(len(m["false_positives"])),
         percent(m["precision"]), percent(m["recall"]), f1(m["f1"]),
-        str(len(m["unparseable"])), str(len(m["failed"])),
+        str(len(m["unparseable"])), str(len(m["failed"])), quotes_verified(m),
         percentiles(latency["domain_p50"], latency["domain_p95"]),
         percentiles(latency["llm_p50"], latency["llm_p95"]),
         f"{m['llm_calls']} ({m['cached_completions']})",

@@ -233,14 +233,15 @@ def _outcomes(candidate: Mapping[str, Any]) -> str:
     rows = [
         f'<tr{_WRONG_ROW[o["correct"]]}><td><code>{e(o["domain"])}</code></td>'
         f'<td>{e(o["label"])}</td><td>{e(fig.verdict_cell(o))}{"" if o["correct"] else " ✗"}</td>'
-        f'<td>{e(o["source"])}</td><td class="num">{e(fig.seconds(o["search_seconds"]))}</td>'
+        f'<td>{e(o["source"])}</td><td>{e(fig.quote_cell(o))}</td>'
+        f'<td class="num">{e(fig.seconds(o["search_seconds"]))}</td>'
         f'<td class="num">{e(fig.seconds(o["llm_seconds"]))}</td>'
         f'<td class="num">{int(o["prompt_tokens"])}/{int(o["completion_tokens"])}</td>'
         f'<td class="num">{e(fig.cost(o["cost_usd"], o.get("cost_note")))}{" (cached)" if o["from_cache"] else ""}</td>'
         f'<td class="text">{e(fig.domain_note(o))}</td></tr>'
         for o in outcomes
     ]
-    table = _table(["domain", "label", "verdict", "source", "search", "LLM", "tokens in/out", "cost",
+    table = _table(["domain", "label", "verdict", "source", "quote", "search", "LLM", "tokens in/out", "cost",
                     "reason / error"], rows, "outcomes")
     return (f"<details><summary>{e(candidate['name'])}: {len(outcomes)} domains, {wrong} wrong</summary>"
             f"{table}</details>")

@@ -103,10 +103,10 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
             parts.append(f"**{title}**: none")
     parts.append(f"### Outcomes: {escape(candidate['name'])}")
     parts.append(_table(
-        ["domain", "label", "verdict", "right", "source", "search", "LLM", "tokens in/out", "cost",
+        ["domain", "label", "verdict", "right", "source", "quote", "search", "LLM", "tokens in/out", "cost",
          "reason / error"],
         [[o["domain"], o["label"], fig.verdict_cell(o), "yes" if o["correct"] else "NO", o["source"],
-          fig.seconds(o["search_seconds"]), fig.seconds(o["llm_seconds"]),
+          fig.quote_cell(o), fig.seconds(o["search_seconds"]), fig.seconds(o["llm_seconds"]),
           f"{o['prompt_tokens']}/{o['completion_tokens']}", fig.cost(o["cost_usd"], o.get("cost_note")), fig.domain_note(o)]
          for o in candidate["outcomes"]]))
     return parts

@@ -7,6 +7,8 @@ from importlib import metadata
 from typing import Any
 
 from firmsift.domain.idempotency import MAX_KEY_LENGTH
+from firmsift.domain.model import QuoteStatus
+from firmsift.domain.quotes import MAX_QUOTE_CHARS
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
 from firmsift.entrypoints.http.errors import MAX_DETAILS
 from firmsift.services.submit import max_entries
@@ -15,6 +17,7 @@ JSON = "application/json"
 STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED"]
 RESULT_STATUSES = ["PENDING", "DONE", "FAILED"]
 SOURCES = ["known_company", "cache", "llm"]
+QUOTE_STATUSES = [status.value for status in QuoteStatus]
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -72,7 +75,7 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
         "Result": {
             "type": "object", "additionalProperties": False,
             "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                         "evidence_status", "search_provider", "error"],
+                         "evidence_status", "search_provider", "quote", "quote_status", "error"],
             "properties": {
                 "domain": {"type": "string"}, "status": {"enum": RESULT_STATUSES},
                 "answer": {"type": ["boolean", "null"]},
@@ -88,6 +91,14 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                     "the search provider whose evidence the answer used (`homepage`, `searxng`, `tavily` "
                     "or `brave`: the first of a chain that found useful evidence); null where it used none "
                     "(no search, nothing found, every provider failed) or was answered before it was recorded")},
+                "quote": {**nullable_string, "maxLength": MAX_QUOTE_CHARS, "description": (
+                    "the passage of the evidence the model quoted for its answer (untrusted text, cut to "
+                    f"{MAX_QUOTE_CHARS} characters); null when it gave none or no LLM answered")},
+                "quote_status": {"enum": [*QUOTE_STATUSES, None], "description": (
+                    "whether the quote was found in the evidence sent to the model: `verified`; "
+                    "`unverified` (not found, or too short or long to count), `no_quote` or `no_evidence` "
+                    "keep the confidence at 2 at most and the answer cached 30 days at most; null where no "
+                    "LLM answered (known company, pending, failed) or for answers stored before quotes")},
                 "error": nullable_string,
             },
         },

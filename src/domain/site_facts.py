@@ -9,14 +9,15 @@ server, so nothing is trusted to be well formed: the rule reads it within limits
 from __future__ import annotations
 
 import enum
-import html
 from dataclasses import dataclass
+from html.entities import html5
 
 # The rule reads at most this much of a page (characters of decoded HTML) and of its title: a
 # parking or challenge page says what it is near its start, and a bounded read keeps the check
 # cheap whatever the server sends. The homepage reader need not read more for the pre-check.
 PAGE_CHARS = 100_000
 TITLE_CHARS = 300
+_REFERENCE_CHARS = 32  # the longest character reference decoded (&CounterClockwiseContourIntegral;)
 
 
 class DnsOutcome(str, enum.Enum):
@@ -111,4 +112,42 @@ def page_title(body: str) -> str:
         return ""
     closed = lowered.find("</title", opened)
     raw = head[opened + 1: closed if closed >= 0 else opened + 1 + 4 * TITLE_CHARS]
-    return " ".join(html.unescape(raw[: 4 * TITLE_CHARS]).split())[:TITLE_CHARS]
+    return " ".join(unescape(raw[: 4 * TITLE_CHARS]).split())[:TITLE_CHARS]
+
+
+def unescape(text: str) -> str:
+    """`text` with its character references (&amp; &#58; &#x3a;) decoded, in one linear pass.
+
+    Not html.unescape: on hostile text it converts digit runs of any length to an integer
+    (quadratic, and a ValueError past Python's 4,300-digit limit). Here a reference is decoded
+    only when it ends with ";" within _REFERENCE_CHARS characters; anything else stays as it is.
+    """
+    out: list[str] = []
+    position = 0
+    while True:
+        amp = text.find("&", position)
+        if amp < 0:
+            out.append(text[position:])
+            return "".join(out)
+        out.append(text[position:amp])
+        end = text.find(";", amp + 1, amp + 2 + _REFERENCE_CHARS)
+        decoded = _reference(text[amp + 1:end]) if end > 0 else None
+        if decoded is None:
+            out.append("&")
+            position = amp + 1
+        else:
+            out.append(decoded)
+            position = end + 1
+
+
+def _reference(name: str) -> str | None:
+    if not name.startswith("#"):
+        return html5.get(name + ";")
+    digits = name[1:]
+    try:
+        code = int(digits[1:], 16) if digits[:1] in ("x", "X") else int(digits, 10)
+    except ValueError:
+        return None
+    if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF:
+        return chr(code)
+    return "\ufffd"

@@ -8,12 +8,11 @@ suffix comparison on bounded, normalised text: no regular expression ever runs o
 from __future__ import annotations
 
 import enum
-import html
 import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from firmsift.domain.site_facts import PAGE_CHARS, TITLE_CHARS, HttpFacts, page_title
+from firmsift.domain.site_facts import PAGE_CHARS, TITLE_CHARS, HttpFacts, page_title, unescape
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -109,7 +108,7 @@ class Signatures:
 
 def normalized(text: str) -> str:
     """Lowercase, HTML character references decoded, whitespace runs made one space."""
-    return " ".join(html.unescape(text).lower().split())
+    return " ".join(unescape(text).lower().split())
 
 
 def normalized_host(host: str) -> str:

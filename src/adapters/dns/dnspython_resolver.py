@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import dns.asyncresolver
 import dns.exception
+import dns.message
 import dns.name
 import dns.rdatatype
 import dns.resolver
@@ -74,12 +75,12 @@ class DnspythonResolver:
         if isinstance(v4, DnsFacts):
             # NXDOMAIN, a failure or a timeout for A says it all (the AAAA query shares its fate).
             kept = () if v4.outcome is DnsOutcome.NXDOMAIN else name_servers
-            return DnsFacts(v4.outcome, name_servers=kept, detail=v4.detail)
+            return DnsFacts(v4.outcome, cname_chain=v4.cname_chain, name_servers=kept, detail=v4.detail)
         answers = [answer for answer in (v4, v6) if isinstance(answer, dns.resolver.Answer)]
         addresses = tuple(
             rdata.to_text() for answer in answers if answer.rrset is not None for rdata in answer.rrset
         )[:_MAX_RECORDS]
-        chain = _cname_chain(answers[0], qname) if answers else ()
+        chain = _cname_chain(answers[0].response, qname) if answers else ()
         outcome = DnsOutcome.ANSWERED if addresses else DnsOutcome.NO_ADDRESS
         return DnsFacts(outcome, addresses=addresses, cname_chain=chain, name_servers=name_servers)
 
@@ -87,8 +88,11 @@ class DnspythonResolver:
         """The answer (possibly with no records), or the outcome that stopped it."""
         try:
             answer = await self._resolver.resolve(qname, rdtype, raise_on_no_answer=False, search=False)
-        except dns.resolver.NXDOMAIN:
-            return DnsFacts(DnsOutcome.NXDOMAIN)
+        except dns.resolver.NXDOMAIN as error:
+            # A CNAME to a name that does not exist: the queried name exists, with no address.
+            response = error.responses().get(qname)
+            chain = _cname_chain(response, qname) if response is not None else ()
+            return DnsFacts(DnsOutcome.NO_ADDRESS if chain else DnsOutcome.NXDOMAIN, cname_chain=chain)
         except dns.exception.Timeout:
             return DnsFacts(DnsOutcome.TIMEOUT, detail=f"no answer within {self._resolver.lifetime:g}s")
         except dns.resolver.NoNameservers as error:
@@ -108,6 +112,10 @@ class DnspythonResolver:
             try:
                 answer = await self._resolver.resolve(candidate, dns.rdatatype.NS, raise_on_no_answer=False,
                                                       search=False)
+            except dns.resolver.NXDOMAIN:
+                # The name (or where its CNAME leads) does not exist: its zone is higher up.
+                candidate = candidate.parent()
+                continue
             except dns.exception.DNSException:
                 return ()
             if answer.rrset is not None and answer.rrset.name == candidate:
@@ -117,9 +125,9 @@ class DnspythonResolver:
         return ()
 
 
-def _cname_chain(answer: dns.resolver.Answer, qname: dns.name.Name) -> tuple[str, ...]:
-    """The names `qname` pointed to, in order, read from the answer section."""
-    cnames = {rrset.name: rrset for rrset in answer.response.answer if rrset.rdtype == dns.rdatatype.CNAME}
+def _cname_chain(response: dns.message.Message, qname: dns.name.Name) -> tuple[str, ...]:
+    """The names `qname` pointed to, in order, read from the response's answer section."""
+    cnames = {rrset.name: rrset for rrset in response.answer if rrset.rdtype == dns.rdatatype.CNAME}
     chain: list[str] = []
     current = qname
     seen = {qname}

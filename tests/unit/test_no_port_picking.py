@@ -8,8 +8,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # A socket bound to port 0 is allowed only where the same socket is then used: held open to
-# refuse connections (refusing_port), or served on (bench's bare app).
-HOLDERS = {"tests/support/processes.py", "bench/bare_app.py"}
+# refuse connections (refusing_port), or served on (bench's bare app, the loopback DNS server).
+HOLDERS = {"tests/support/processes.py", "bench/bare_app.py", "tests/support/loopback_dns.py"}
 BIND_PORT_ZERO = re.compile(r"\.bind\(\(\s*[^,]+,\s*0\s*\)\)")
 
 

@@ -1,0 +1,1 @@
+"""DNS through dnspython: the pre-check resolver (addresses, CNAME chain, zone NS)."""

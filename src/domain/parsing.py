@@ -13,6 +13,7 @@ _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
+_WHOLE_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)\s*```", re.DOTALL)
 _TRUE = frozenset({"true", "yes", "1"})
 _FALSE = frozenset({"false", "no", "0"})
 _NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
@@ -48,17 +49,11 @@ def parse_verdict(raw: object, answer_field: str) -> ParsedVerdict | ParseFailur
 
 
 def _parse(raw: str, answer_field: str) -> ParsedVerdict | ParseFailure:
-    text = _THINK_BLOCK.sub("", raw)
-    # A lone closing tag means the opening one was cut off (or never sent): keep what follows it.
-    closing = list(_THINK_CLOSE.finditer(text))
-    if closing:
-        text = text[closing[-1].end() :]
-    # An opening tag never closed: the output was cut off while thinking; nothing after it is an answer.
-    opening = _THINK_OPEN.search(text)
-    if opening:
-        text = text[: opening.start()]
-    text = _FENCE.sub("", text)
-    document = _first_json_object(text)
+    # An output that is one JSON object (perhaps in one fence) is read as it is: its strings may
+    # hold "<think>" or "```" as quoted text, which the clean-up below would cut.
+    document = _whole_json_object(raw)
+    if document is None:
+        document = _first_json_object(_without_thinking_or_fences(raw))
     if document is None:
         return ParseFailure("no JSON object in model output", raw)
     answer = _read_bool(_field(document, answer_field, "answer"))
@@ -69,6 +64,30 @@ def _parse(raw: str, answer_field: str) -> ParsedVerdict | ParseFailure:
         return ParseFailure("'confidence' is not a number from 0 to 100, a percentage or a fraction", raw)
     return ParsedVerdict(answer=answer, confidence=confidence, reason=_read_reason(document),
                          quote=_read_quote(document))
+
+
+def _whole_json_object(raw: str) -> dict[str, object] | None:
+    text = raw.strip()
+    if fence := _WHOLE_FENCE.fullmatch(text):
+        text = fence.group(1)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _without_thinking_or_fences(raw: str) -> str:
+    text = _THINK_BLOCK.sub("", raw)
+    # A lone closing tag means the opening one was cut off (or never sent): keep what follows it.
+    closing = list(_THINK_CLOSE.finditer(text))
+    if closing:
+        text = text[closing[-1].end() :]
+    # An opening tag never closed: the output was cut off while thinking; nothing after it is an answer.
+    opening = _THINK_OPEN.search(text)
+    if opening:
+        text = text[: opening.start()]
+    return _FENCE.sub("", text)
 
 
 def _first_json_object(text: str) -> dict[str, object] | None:

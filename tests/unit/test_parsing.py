@@ -93,6 +93,15 @@ def test_any_text_quote_round_trips_whitespace_collapsed(quote: str) -> None:
     assert result.quote == (" ".join(quote.split()) or None)
 
 
+@given(st.text(max_size=300), st.sampled_from(["{}", "```json\n{}\n```", "```\n{}```", "  {}\n"]))
+def test_a_quote_of_tags_or_fences_survives_in_a_whole_json_answer(quote: str, wrapping: str) -> None:
+    # The model quoted a page that shows "<think>" or "```": the quote is text, not markup to cut.
+    body = json.dumps({"is_cpg": True, "confidence": 3, "reasoning": "r", "quote": f"```{quote}<think>"})
+    result = parse_verdict(wrapping.replace("{}", body), "is_cpg")
+    assert isinstance(result, ParsedVerdict)
+    assert result.quote == " ".join(f"```{quote}<think>".split())
+
+
 def test_non_text_is_a_failure() -> None:
     assert isinstance(parse_verdict(None, "is_cpg"), ParseFailure)
 

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from firmsift.domain.cell_host import TakenHost, domain_from_cell
 from firmsift.domain.normalize import DomainRejected
+from firmsift.domain.spreadsheet_cells import inert_cell
 
 REJECTED = "REJECTED"
 # `classified_domain` says what was taken from the cell (normalized); the rest is the API's answer.
@@ -102,11 +103,13 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return inert_cell(str(value))
 
 
 class CsvRowWriter:
-    """Writes the header (input columns, then the answer columns), then each row as it is finished."""
+    """Writes the header (input columns, then the answer columns), then each row as it is finished.
+    The caller's own cells are written as read; answer cells that a spreadsheet would run as a
+    formula are made inert (see `inert_cell`)."""
 
     def __init__(self, out: TextIO, header: list[str], delimiter: str = ",") -> None:
         self._writer = csv.writer(out, delimiter=delimiter)

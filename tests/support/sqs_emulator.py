@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import os
 import select
 import subprocess
 import tempfile
@@ -17,7 +16,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import boto3
-import pytest
 from botocore.config import Config
 
 from tests.support.node_tools import require_node_package

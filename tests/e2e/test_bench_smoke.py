@@ -4,13 +4,12 @@ figures. Timings are not checked here: they mean something only at full size (BE
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import REPO
+from tests.support.processes import REPO, run_group
 
 pytestmark = pytest.mark.e2e
 BENCHMARKS = {"latency", "throughput", "accept", "cost", "idle"}
@@ -19,10 +18,8 @@ BENCHMARKS = {"latency", "throughput", "accept", "cost", "idle"}
 def test_every_benchmark_runs_at_small_size_and_reports_its_figures(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     # The embedded shape keeps the run short; cost runs on PostgreSQL + SQS whatever the shape.
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.run", "all", "--small", "--shape", "embedded", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=240,
-    )
+    run = run_group([sys.executable, "-m", "bench.run", "all", "--small", "--shape", "embedded", "--out", str(out)],
+                    timeout=240, cwd=REPO)
     assert run.returncode == 0, run.stderr[-4000:]
     report = json.loads(out.read_text())
     assert report["small"] is True and report["machine"]["cores"] >= 1

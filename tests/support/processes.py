@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -199,3 +199,20 @@ def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess
     """Run one `firmsift` command to completion with these settings on top of the environment."""
     return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True,
                           text=True, env={**os.environ, **env}, timeout=timeout)
+
+
+def run_group(argv: list[str], timeout: float, **options: object) -> subprocess.CompletedProcess[str]:
+    """Run a command that starts processes of its own (a benchmark's servers and workers) to
+    completion; then, or on timeout, kill whatever is left of its process group, so no child
+    outlives the test."""
+    popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, **options)  # type: ignore[call-overload]
+    try:
+        stdout, stderr = popen.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(popen.pid, signal.SIGKILL)
+        stdout, stderr = popen.communicate()
+        raise AssertionError(f"{argv} ran over {timeout} s; its group was killed. stderr:\n{stderr[-4000:]}") from None
+    with suppress(ProcessLookupError):
+        os.killpg(popen.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)

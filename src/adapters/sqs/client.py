@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from firmsift.adapters.sqs.queue import sqs_errors
+from firmsift.adapters.sqs.errors import sqs_errors
 
 MAX_LONG_POLL_SECONDS = 20
 

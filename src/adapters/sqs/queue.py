@@ -20,88 +20,28 @@ cancelled while its thread waits still completes: its messages come back after t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    NoCredentialsError,
-    NoRegionError,
-    ParamValidationError,
-    PartialCredentialsError,
-)
+from botocore.exceptions import ClientError
 
-from firmsift.domain.errors import QueueUnavailable, StaleReceipt
+from firmsift.adapters.sqs.errors import (
+    MISSING_QUEUE,
+    describe_sqs_error,
+    is_stale_receipt,
+    sqs_error_codes,
+    sqs_errors,
+)
+from firmsift.domain.errors import StaleReceipt
 from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
 T = TypeVar("T")
 
 MAX_WAIT_SECONDS = 20  # SQS's limit on a long poll
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's limit on a visibility timeout (12 hours)
-_CODE_PREFIX = "AWS.SimpleQueueService."  # the query-protocol spelling botocore may report
-_MISSING_QUEUE = frozenset({"QueueDoesNotExist", "NonExistentQueue"})
-_STALE_RECEIPT = frozenset({"ReceiptHandleIsInvalid", "MessageNotInflight"})
 _SYSTEM_ATTRIBUTES = ("ApproximateReceiveCount", "MessageGroupId")
-# What SQS answers for credentials it does not accept (an unknown key, a wrong secret, an expired token).
-_REFUSED_CREDENTIALS = frozenset({
-    "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "InvalidSignatureException",
-    "ExpiredToken", "ExpiredTokenException"})
-_CREDENTIALS_HINT = ("; check the AWS credentials (boto3's standard chain: AWS_ACCESS_KEY_ID and "
-                     "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the instance's role)")
-_REGION_HINT = "; set FIRMSIFT_AWS_REGION (or AWS_DEFAULT_REGION)"
-
-
-def sqs_error_codes(exc: ClientError) -> frozenset[str]:
-    """The error's code in both spellings botocore reports (JSON and query protocol), unprefixed."""
-    error = exc.response.get("Error", {})
-    codes = (str(error.get(key) or "").removeprefix(_CODE_PREFIX) for key in ("Code", "QueryErrorCode"))
-    return frozenset(code for code in codes if code)
-
-
-def _is_stale_receipt(exc: ClientError) -> bool:
-    codes = sqs_error_codes(exc)
-    if codes & _STALE_RECEIPT:
-        return True
-    # An expired receipt on a FIFO queue: "Value ... for parameter ReceiptHandle is invalid.
-    # Reason: The receipt handle has expired." (InvalidParameterValue, not ReceiptHandleIsInvalid).
-    message = str(exc.response.get("Error", {}).get("Message", "")).lower()
-    return "InvalidParameterValue" in codes and "receipt" in message
-
-
-def _describe(exc: Exception) -> str:
-    """The error's code (or type) and message, and a hint where the fix is a setting."""
-    hint = ""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        text = f"{error.get('Code', 'error')}: {error.get('Message', '')}".strip()
-        if sqs_error_codes(exc) & _REFUSED_CREDENTIALS:
-            hint = _CREDENTIALS_HINT
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-            hint = _CREDENTIALS_HINT
-        elif isinstance(exc, NoRegionError):
-            hint = _REGION_HINT
-    return text.rstrip(".") + hint if hint else text
-
-
-@contextlib.contextmanager
-def sqs_errors(what: str) -> Iterator[None]:
-    """An SQS refusal, or a failure to reach SQS or to sign for it (no endpoint, no credentials,
-    no region), raised in the block leaves it as QueueUnavailable: `what` could not be done, and
-    why, with a hint where the fix is a setting. The message never carries credentials; the
-    botocore error is the __cause__. A malformed call (ParamValidationError) is a bug here, not
-    an outage, and leaves as it is."""
-    try:
-        yield
-    except ParamValidationError:
-        raise
-    except (ClientError, BotoCoreError) as exc:
-        raise QueueUnavailable(f"{what}: {_describe(exc)}") from exc
 
 
 def is_queue_url(queue: str) -> bool:
@@ -144,7 +84,7 @@ async def call_sqs(locator: QueueLocator, queue: str, action: str, work: Callabl
         try:
             return await asyncio.to_thread(work)
         except ClientError as exc:
-            if sqs_error_codes(exc) & _MISSING_QUEUE:
+            if sqs_error_codes(exc) & MISSING_QUEUE:
                 locator.forget(queue)
             raise
 
@@ -221,7 +161,7 @@ class SqsQueue:
             try:
                 self._client.delete_message(QueueUrl=self._url(), ReceiptHandle=receipt)
             except ClientError as exc:
-                if _is_stale_receipt(exc):
+                if is_stale_receipt(exc):
                     raise StaleReceipt(self._stale(receipt, exc)) from exc
                 raise
 
@@ -237,7 +177,7 @@ class SqsQueue:
                     QueueUrl=self._url(), ReceiptHandle=receipt, VisibilityTimeout=timeout
                 )
             except ClientError as exc:
-                if _is_stale_receipt(exc):
+                if is_stale_receipt(exc):
                     raise StaleReceipt(self._stale(receipt, exc)) from exc
                 raise
 
@@ -260,7 +200,7 @@ class SqsQueue:
 
     def _stale(self, receipt: str, exc: ClientError) -> str:
         shown = receipt if len(receipt) <= 24 else f"{receipt[:24]}..."  # AWS receipts run to hundreds of characters
-        return f"receipt {shown!r} is not current on SQS queue {self.queue_name!r} ({_describe(exc)})"
+        return f"receipt {shown!r} is not current on SQS queue {self.queue_name!r} ({describe_sqs_error(exc)})"
 
 
 class SqsReplyPublisher:

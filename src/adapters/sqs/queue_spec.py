@@ -12,8 +12,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from firmsift.adapters.sqs.queue import sqs_error_codes
-from firmsift.adapters.sqs.queue import sqs_errors
+from firmsift.adapters.sqs.errors import MISSING_QUEUE, sqs_error_codes
+from firmsift.adapters.sqs.errors import sqs_errors
 
 # The attributes a declaration may set, as SQS spells them: whole-number ranges are SQS's limits.
 _FLAGS = ("FifoQueue", "ContentBasedDeduplication")
@@ -27,7 +27,6 @@ _RANGES = {
 _IMMUTABLE = ("FifoQueue",)  # SQS fixes these at creation; a change means a new queue
 _ABSENT_MEANS = {"FifoQueue": "false", "ContentBasedDeduplication": "false"}  # SQS omits them on standard queues
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+(\.fifo)?")
-_MISSING_QUEUE = frozenset({"QueueDoesNotExist", "NonExistentQueue"})
 
 
 class QueueSpecError(ValueError):
@@ -127,7 +126,7 @@ def _live(client: Any, name: str) -> _Live | None:
         try:
             url = client.get_queue_url(QueueName=name)["QueueUrl"]
         except ClientError as exc:
-            if sqs_error_codes(exc) & _MISSING_QUEUE:
+            if sqs_error_codes(exc) & MISSING_QUEUE:
                 return None
             raise
         return _Live(url, client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"])

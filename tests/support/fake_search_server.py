@@ -6,9 +6,11 @@ In tests:
         server.script("acme.com", [{"url": ..., "title": ..., "content": ...}])
         SearxngSearch(server.base_url) ...
         server.requests[-1].headers["x-subscription-token"]
+        server.override = load_fixture("searxng-json-format-disabled")  # a real provider's answer
 
 As a process (for end-to-end tests): `python -m tests.support.fake_search_server --port 0`
-prints the port it listens on, alone on one line, then serves until terminated.
+prints the port it listens on, alone on one line, then serves until terminated; `--replay NAME`
+answers every search API request with the recorded answer NAME.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.loopback_http import ServerThread
+
+SEARCH_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers" / "search"
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,19 @@ class Reply:
     content_type: str = "text/html; charset=utf-8"
     headers: dict[str, str] = field(default_factory=dict)
     endless: bool = False  # stream body forever (until the client hangs up)
+
+
+def load_fixture(name: str) -> Reply:
+    """A real search provider's recorded answer (tests/fixtures/providers/search/NAME.json) as a
+    Reply: the same status, headers and body (a JSON body re-encoded, a text body as it came)."""
+    recorded = json.loads((SEARCH_FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    headers = {key.lower(): value for key, value in recorded.get("headers", {}).items()}
+    for own in ("server", "date", "connection", "content-length"):  # the fake sends its own
+        headers.pop(own, None)
+    content_type = headers.pop("content-type", "application/json")
+    body = recorded["body"]
+    encoded = body.encode("utf-8") if isinstance(body, str) else json.dumps(body).encode("utf-8")
+    return Reply(status=recorded["status"], body=encoded, content_type=content_type, headers=headers)
 
 
 def default_results(query: str) -> list[dict[str, str]]:
@@ -172,19 +190,15 @@ def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
                 return server.override
             if api == "searxng":
                 query = request.query.get("q", "")
-                return _json({"query": query, "results": server.results_for(query)})
+                return _json(searxng_answer(query, server.results_for(query)))
             if api == "tavily":
                 query = request.json().get("query", "")
                 limit = int(request.json().get("max_results", 5))
-                return _json({"query": query, "results": server.results_for(query)[:limit]})
+                return _json(tavily_answer(query, server.results_for(query)[:limit]))
             if api == "brave":
                 query = request.query.get("q", "")
                 limit = int(request.query.get("count", 20))
-                results = [
-                    {"url": r["url"], "title": r["title"], "description": r["content"]}
-                    for r in server.results_for(query)[:limit]
-                ]
-                return _json({"type": "search", "web": {"type": "search", "results": results}})
+                return _json(brave_answer(query, server.results_for(query)[:limit]))
             host = request.headers.get("host", "").rsplit(":", 1)[0]
             page = server.page(host, request.path)
             return page or Reply(status=404, body=b"<h1>not found</h1>")
@@ -215,6 +229,35 @@ def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def searxng_answer(query: str, results: list[dict[str, str]]) -> dict[str, Any]:
+    """SearXNG's JSON answer (searx/webutils.py get_json_response), with each result's fields as
+    a real instance sends them (tests/fixtures/providers/search/searxng-results.json)."""
+    return {
+        "query": query,
+        "results": [{**result, "engine": "fake", "engines": ["fake"], "positions": [rank],
+                     "score": 1.0 / rank, "category": "general", "template": "default.html",
+                     "publishedDate": None} for rank, result in enumerate(results, start=1)],
+        "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": [],
+    }
+
+
+def tavily_answer(query: str, results: list[dict[str, str]]) -> dict[str, Any]:
+    """Tavily's /search answer (tests/fixtures/providers/search/tavily-results.json)."""
+    return {"query": query, "follow_up_questions": None, "answer": None, "images": [],
+            "results": [{**result, "score": 0.9, "raw_content": None} for result in results],
+            "response_time": 0.5}
+
+
+def brave_answer(query: str, results: list[dict[str, str]]) -> dict[str, Any]:
+    """Brave's web search answer (tests/fixtures/providers/search/brave-results.json): the
+    snippet is `description`, and results live under `web`."""
+    web = [{"type": "search_result", "subtype": "generic", "url": r["url"], "title": r["title"],
+            "description": r["content"], "language": "en", "family_friendly": True}
+           for r in results]
+    return {"type": "search", "query": {"original": query},
+            "web": {"type": "search", "family_friendly": True, "results": web}}
+
+
 def _json(payload: object) -> Reply:
     return Reply(body=json.dumps(payload).encode(), content_type="application/json")
 
@@ -224,8 +267,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait per request")
+    parser.add_argument("--replay", metavar="FIXTURE",
+                        help="answer every search API request with a recorded provider answer "
+                             "from tests/fixtures/providers/search (e.g. searxng-json-format-disabled)")
     args = parser.parse_args(argv)
     server = FakeSearchServer(host=args.host, port=args.port, delay=args.delay)
+    if args.replay:
+        server.override = load_fixture(args.replay)
     print(server.port, flush=True)
     server.serve_forever()
 

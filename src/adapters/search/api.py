@@ -5,7 +5,9 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import httpx
@@ -21,6 +23,8 @@ TITLE_CHARS = 200
 URL_CHARS = 2048
 # Twenty results with their snippets are tens of kilobytes; anything near this is not a result list.
 MAX_RESPONSE_BYTES = 2_000_000
+ERROR_BODY_BYTES = 64_000  # an error answer is a short JSON object or page
+_ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 _HINTS = {401: " (check the API key)", 403: " (check the API key)", 429: " (rate limited)"}
 
 
@@ -72,13 +76,19 @@ class SearchApi(abc.ABC):
     async def gather(self, domain: str) -> list[Evidence]:
         """Up to max_results results about what the company at `domain` sells."""
         body = await request_json(self._client.get(), self.name, self.method, self._url,
-                                  timeout=self._timeout, **self.request(search_query(domain)))
+                                  timeout=self._timeout, failure=self.failure,
+                                  **self.request(search_query(domain)))
         return evidence_from_results(self.name, self.results(body), snippet_key=self.snippet_key,
                                      max_results=self._max_results)
 
     @abc.abstractmethod
     def request(self, query: str) -> dict[str, Any]:
         """The request's `headers`, and its `params` or `json`, asking the provider `query`."""
+
+    def failure(self, status: int, headers: httpx.Headers, body: Any) -> ProviderError:
+        """The error for an answer with HTTP `status` (`body` is its JSON, None when it is not
+        JSON); a subclass says what its provider's statuses and error codes mean."""
+        return http_failure(self.name, status, headers)
 
     def results(self, body: Any) -> Any:
         """The result list in the provider's JSON answer (at "results" unless the provider says
@@ -98,14 +108,16 @@ async def request_json(
     *,
     timeout: float,
     headers: Mapping[str, str] | None = None,
+    failure: Callable[[int, httpx.Headers, Any], ProviderError] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Send one request and return its decoded JSON body.
 
-    Every failure becomes a ProviderError naming the provider. Messages are built from the
-    status code and the exception type only, never from headers or response bodies, which
-    could carry (or echo) the API key. Timeouts, lost connections, 408, 429 and 5xx are marked
-    retryable, with the Retry-After the provider sent; anything else would fail the same again.
+    Every failure becomes a ProviderError naming the provider. An HTTP failure is what
+    `failure(status, headers, json_body_or_None)` makes of it (http_failure by default); the
+    error body is read within ERROR_BODY_BYTES. Messages are built from the status code, the
+    exception type and codes checked against a fixed pattern, never from free text of headers or
+    bodies, which could carry (or echo) the API key. Timeouts and lost connections are retryable.
     The body is streamed and inflated a piece at a time: more than MAX_RESPONSE_BYTES of it decoded,
     or a compression bomb, is a ProviderError before it can fill memory."""
     try:
@@ -117,7 +129,9 @@ async def request_json(
                 headers={"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})},
                 **kwargs,
             ) as response:
-                _raise_for_status(provider, response)
+                if not response.is_success:
+                    status, answered = response.status_code, await _error_body(response)
+                    raise (failure or partial(http_failure, provider))(status, response.headers, answered)
                 body = await read_body(response, BodyLimits(MAX_RESPONSE_BYTES), cut=False)
     except (httpx.TimeoutException, TimeoutError):
         raise ProviderError(f"{provider}: search timed out after {timeout:g}s", retryable=True) from None
@@ -138,16 +152,34 @@ async def request_json(
         raise ProviderError(f"{provider}: search answered with a body that is not JSON") from None
 
 
-def _raise_for_status(provider: str, response: httpx.Response) -> None:
-    if response.is_success:
-        return
-    status = response.status_code
-    retryable = status in (408, 429) or status >= 500
-    raise ProviderError(
-        f"{provider}: search answered HTTP {status}{_HINTS.get(status, '')}",
-        retryable=retryable,
-        retry_after=retry_after_seconds(response.headers) if retryable else None,
-    )
+def http_failure(provider: str, status: int, headers: httpx.Headers, *, hint: str | None = None,
+                 retryable: bool | None = None, retry_after: float | None = None) -> ProviderError:
+    """`<provider>: search answered HTTP <status> (<hint>)`. Unless told, 408, 429 and 5xx are
+    retryable (anything else would fail the same again) and the hint is the usual one for the
+    status; a retryable error carries `retry_after`, or else the Retry-After the provider sent."""
+    if retryable is None:
+        retryable = status in (408, 429) or status >= 500
+    said = _HINTS.get(status, "") if hint is None else f" ({hint})"
+    wait = retry_after if retry_after is not None else retry_after_seconds(headers)
+    return ProviderError(f"{provider}: search answered HTTP {status}{said}", retryable=retryable,
+                         retry_after=wait if retryable else None)
+
+
+async def _error_body(response: httpx.Response) -> Any:
+    """The JSON of an error answer, or None when it is not JSON or not worth reading."""
+    try:
+        return json.loads(await read_body(response, BodyLimits(ERROR_BODY_BYTES), cut=False))
+    except (UnreadableBody, ValueError):
+        return None
+
+
+def error_code(body: Any, *path: str) -> str | None:
+    """The machine-readable error code at body[path...] (e.g. Brave's error.code), if it looks
+    like one: free text is never passed on, since it could echo what was sent."""
+    code = body
+    for key in path:
+        code = code.get(key) if isinstance(code, Mapping) else None
+    return code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else None
 
 
 def evidence_from_results(

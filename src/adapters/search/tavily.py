@@ -6,7 +6,14 @@ from typing import Any
 
 import httpx
 
-from firmsift.adapters.search.api import SearchApi
+from firmsift.adapters.search.api import SearchApi, http_failure
+from firmsift.domain.errors import ProviderError
+
+# Tavily's own statuses for a used-up allowance (help.tavily.com, "Understanding HTTP errors").
+_LIMITS = {
+    432: "the plan's usage limit is used up: upgrade the plan",
+    433: "the pay-as-you-go limit is reached: raise it on the Tavily dashboard",
+}
 
 
 class TavilySearch(SearchApi):
@@ -37,3 +44,8 @@ class TavilySearch(SearchApi):
             "headers": {"Authorization": f"Bearer {self._api_key}"},
             "json": {"query": query, "max_results": self._max_results, "search_depth": "basic"},
         }
+
+    def failure(self, status: int, headers: httpx.Headers, body: Any) -> ProviderError:
+        if status in _LIMITS:
+            return http_failure(self.name, status, headers, hint=_LIMITS[status])
+        return super().failure(status, headers, body)

@@ -128,3 +128,14 @@ async def test_client_errors_are_not_retried(api: ApiSearch, server: FakeSearchS
     error = await failure(RetryingSearch(api, QUICK))
     assert "attempt" not in str(error)
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("reply", [Reply(status=503, body=b'{"error": {"code": "', endless=True),
+                                   Reply(status=503, body=b'{"error": {"code": "', cut_short=True)],
+                         ids=["endless", "cut-short"])
+async def test_an_unreadable_error_body_still_gives_the_status(
+    api: ApiSearch, server: FakeSearchServer, reply: Reply
+) -> None:
+    server.override = reply
+    error = await failure(api)
+    assert "HTTP 503" in str(error) and error.retryable is True

@@ -53,6 +53,7 @@ class Reply:
     content_type: str = "text/html; charset=utf-8"
     headers: dict[str, str] = field(default_factory=dict)
     endless: bool = False  # stream body forever (until the client hangs up)
+    cut_short: bool = False  # announce a longer body than is sent, then hang up
 
 
 def load_fixture(name: str) -> Reply:
@@ -220,7 +221,7 @@ def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
                 # As UTF-8, so a test can send the non-ASCII header values a hostile server would.
                 self._headers_buffer.append(f"{name}: {value}\r\n".encode("utf-8", "surrogatepass"))
             if not reply.endless:
-                self.send_header("Content-Length", str(len(reply.body)))
+                self.send_header("Content-Length", str(len(reply.body) * (2 if reply.cut_short else 1)))
             self.end_headers()
             self.wfile.write(reply.body)
             while reply.endless and not server.stopping:

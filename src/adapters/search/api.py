@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 import httpx
@@ -108,13 +107,13 @@ async def request_json(
     *,
     timeout: float,
     headers: Mapping[str, str] | None = None,
-    failure: Callable[[int, httpx.Headers, Any], ProviderError] | None = None,
+    failure: Callable[[int, httpx.Headers, Any], ProviderError],
     **kwargs: Any,
 ) -> Any:
     """Send one request and return its decoded JSON body.
 
     Every failure becomes a ProviderError naming the provider. An HTTP failure is what
-    `failure(status, headers, json_body_or_None)` makes of it (http_failure by default); the
+    `failure(status, headers, json_body_or_None)` makes of it (SearchApi.failure); the
     error body is read within ERROR_BODY_BYTES. Messages are built from the status code, the
     exception type and codes checked against a fixed pattern, never from free text of headers or
     bodies, which could carry (or echo) the API key. Timeouts and lost connections are retryable.
@@ -131,7 +130,7 @@ async def request_json(
             ) as response:
                 if not response.is_success:
                     status, answered = response.status_code, await _error_body(response)
-                    raise (failure or partial(http_failure, provider))(status, response.headers, answered)
+                    raise failure(status, response.headers, answered)
                 body = await read_body(response, BodyLimits(MAX_RESPONSE_BYTES), cut=False)
     except (httpx.TimeoutException, TimeoutError):
         raise ProviderError(f"{provider}: search timed out after {timeout:g}s", retryable=True) from None
@@ -166,10 +165,11 @@ def http_failure(provider: str, status: int, headers: httpx.Headers, *, hint: st
 
 
 async def _error_body(response: httpx.Response) -> Any:
-    """The JSON of an error answer, or None when it is not JSON or not worth reading."""
+    """The JSON of an error answer, or None when it is not JSON, too big, or cut off (the status
+    still says what went wrong)."""
     try:
         return json.loads(await read_body(response, BodyLimits(ERROR_BODY_BYTES), cut=False))
-    except (UnreadableBody, ValueError):
+    except (UnreadableBody, ValueError, httpx.HTTPError):
         return None
 
 

@@ -15,8 +15,8 @@ from firmsift.domain.errors import ProviderError
 FORMATS_HINT = "the instance refuses JSON: add json to search.formats in its settings.yml"
 # SearXNG's limiter (searx/botdetection) answers 429 "Too Many Requests", without Retry-After, to
 # requests that do not look like a browser's and to a fifth JSON search within an hour.
-LIMITER_HINT = ("refused by the instance's limiter, which allows an API client 4 searches an hour: "
-                "set server.limiter: false in its settings.yml, or list firmsift's address under "
+LIMITER_HINT = ("refused by the instance's limiter, which turns away API clients: set "
+                "server.limiter: false in its settings.yml, or list firmsift's address under "
                 "pass_ip in its limiter.toml")
 ENGINES_NAMED = 8
 ENGINE_CHARS = 60

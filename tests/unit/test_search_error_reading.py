@@ -11,9 +11,10 @@ from firmsift.adapters.search.api import error_code
 from firmsift.adapters.search.brave import window_wait
 from firmsift.adapters.search.searxng import ENGINE_CHARS, ENGINES_NAMED, failed_engines
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
-                    max_leaves=20)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=20)
 
 
 def headers(remaining: str | None, reset: str | None) -> httpx.Headers:
@@ -50,7 +51,8 @@ def test_failed_engines_are_named_with_why() -> None:
     assert failed_engines([["brave", "HTTP connection error"], ["wikipedia", "Suspended: timeout"]]) == (
         "brave (HTTP connection error), wikipedia (Suspended: timeout)")
     assert failed_engines([]) == ""
-    assert failed_engines([["only a name"], "text", ["a", 3]]) == ""
+    assert failed_engines([["only a name"], "ab", ["a", 3], ("a", "b")]) == ""
+    assert failed_engines("ab") == ""
 
 
 def test_a_long_list_of_failed_engines_is_cut() -> None:

@@ -57,7 +57,8 @@ class BraveSearch(SearchApi):
             return http_failure(self.name, status, headers, retryable=False,
                                 hint=f"the plan's request quota is used up: {code}")
         if status == 429:
-            waits = [wait for wait in (retry_after_seconds(headers), window_wait(headers)) if wait is not None]
+            waits = [wait for wait in (retry_after_seconds(headers), window_wait(headers))
+                     if wait is not None]
             return http_failure(self.name, status, headers, hint=f"rate limited: {code or 'no code'}",
                                 retry_after=max(waits, default=None))
         if code is not None:
@@ -81,7 +82,8 @@ def window_wait(headers: Mapping[str, str]) -> float | None:
     if not resets:
         return None
     remaining = _per_window(headers.get("x-ratelimit-remaining", ""))
-    spent = [reset for reset, left in zip(resets, remaining) if left == 0] if len(remaining) == len(resets) else []
+    lined_up = len(remaining) == len(resets)
+    spent = [reset for reset, left in zip(resets, remaining) if left == 0] if lined_up else []
     return float(max(spent) if spent else resets[0])
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -56,10 +55,11 @@ class SearxngSearch(SearchApi):
 def failed_engines(unresponsive: Any) -> str:
     """SearXNG's `unresponsive_engines` ([[engine, why], ...]) as `engine (why), ...`: at most
     ENGINES_NAMED of them, each part cut short; entries of another shape are left out."""
-    if not isinstance(unresponsive, Sequence) or isinstance(unresponsive, str):
+    if not isinstance(unresponsive, list):
         return ""
     named = [f"{bounded(entry[0], ENGINE_CHARS)} ({bounded(entry[1], ENGINE_CHARS)})"
              for entry in unresponsive
-             if isinstance(entry, Sequence) and len(entry) == 2 and all(isinstance(part, str) for part in entry)]
+             if isinstance(entry, list) and len(entry) == 2
+             and all(isinstance(part, str) for part in entry)]
     more = len(named) - ENGINES_NAMED
     return ", ".join(named[:ENGINES_NAMED]) + (f" and {more} more" if more > 0 else "")

@@ -26,8 +26,9 @@ class SqlBatchIntake:
         self._queue = queue
 
     async def accept(self, plan: BatchPlan) -> Batch:
-        def enqueue(conn: Connection, job: Job) -> None:
-            self._queue.enqueue_in(conn, job_message(job.id), group_id=job.id, dedup_id=job.id)
+        def enqueue(conn: Connection, jobs: tuple[Job, ...]) -> None:
+            # Each job is new in this transaction: the first and only message of its group.
+            self._queue.enqueue_fresh_groups_in(conn, [(job_message(job.id), job.id) for job in jobs])
 
         # A database failure leaves as DatabaseFailure (a 503), with nothing recorded.
         batch = await in_transaction(self._engine, lambda conn: self._batches.record_in(conn, plan, enqueue))

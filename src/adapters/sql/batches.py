@@ -38,11 +38,13 @@ class SqlBatches:
         self.engine: Engine = store.engine
 
     async def record(self, plan: BatchPlan) -> Batch:
-        return await in_transaction(self.engine, lambda conn: self.record_in(conn, plan, lambda _conn, _job: None))
+        return await in_transaction(self.engine, lambda conn: self.record_in(conn, plan, lambda _conn, _jobs: None))
 
-    def record_in(self, conn: Connection, plan: BatchPlan, each_job: Callable[[Connection, Job], None]) -> Batch:
-        """Write the batch, its jobs and rows in the caller's open transaction, calling `each_job`
-        after each job is written (the database-queue intake enqueues its message there)."""
+    def record_in(self, conn: Connection, plan: BatchPlan,
+                  each_chunk: Callable[[Connection, tuple[Job, ...]], None]) -> Batch:
+        """Write the batch, its jobs and rows in the caller's open transaction, calling `each_chunk`
+        with the jobs of each chunk once they are written (the database-queue intake enqueues
+        their messages there)."""
         batch = plan.batch()
         written = conn.execute(INSERT_BATCH, {
             "id": batch.id, "classifier": batch.classifier, "owner": batch.owner, "reply_queue": batch.reply_queue,
@@ -55,9 +57,8 @@ class SqlBatches:
                 batches.c.owner == batch.owner, batches.c.idempotency_key == batch.idempotency_key)).mappings().one()
             raise BatchKeyTaken(_batch(earlier))
         for chunk in plan.chunks():
-            for job in chunk.jobs:
-                self.store.insert_job_in(conn, job)
-                each_job(conn, job)
+            self.store.insert_jobs_in(conn, chunk.jobs)
+            each_chunk(conn, chunk.jobs)
             if chunk.jobs:
                 conn.execute(batch_jobs.insert(), [{"job_id": job.id, "batch_id": batch.id} for job in chunk.jobs])
             conn.execute(batch_rows.insert(), [

@@ -22,6 +22,7 @@ from firmsift.domain.normalize import DomainRejected
 # already started is never taken back.
 BATCH_CANCELLED = "cancelled: its batch was deleted before the job started"
 ROWS_PER_CHUNK = 2000  # rows a store writes per step; a chunk ends where a job does
+ROWS_PER_ALLOWED_DOMAIN = 10  # as a job's request may list each allowed domain ten times over
 
 
 class BatchStatus(str, enum.Enum):
@@ -101,7 +102,9 @@ class BatchKeyTaken(Exception):
 
 class BatchPlan:
     """Reads rows into chunks of jobs and rows; after the chunks are consumed, `batch()` is the
-    batch with its counts. TooManyDomains once more than `max_domains` unique domains are read."""
+    batch with its counts. TooManyDomains once more than `max_domains` unique domains, or
+    ROWS_PER_ALLOWED_DOMAIN times as many rows (duplicates and rejected rows included), are read:
+    the rows one request stores stay bounded."""
 
     def __init__(self, batch: Batch, rows: Iterable[InputRow], *, read_domain: Callable[[object], str],
                  job_size: int, max_domains: int, new_job_id: Callable[[], str],
@@ -125,6 +128,9 @@ class BatchPlan:
         open_id = self._new_job_id()
         for item in self._rows:
             self._total += 1
+            if self._total > ROWS_PER_ALLOWED_DOMAIN * self._max_domains:
+                raise TooManyDomains(f"more than {ROWS_PER_ALLOWED_DOMAIN * self._max_domains} rows in one batch "
+                                     f"(at most {ROWS_PER_ALLOWED_DOMAIN} per allowed unique domain); split the list")
             outcome = self._domain_of(item.value)
             if isinstance(outcome, DomainRejected):
                 self._rejected += 1

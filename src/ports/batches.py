@@ -24,6 +24,9 @@ class BatchStore(Protocol):
     async def counts(self, batch_id: str) -> BatchCounts:
         """Where the batch's unique domains stand (see batches.domain_state)."""
 
+    async def has_unfinished_jobs(self, batch_id: str) -> bool:
+        """Whether any of the batch's jobs is still PENDING or RUNNING (cheap: stops at the first)."""
+
     async def result_page(self, batch_id: str, *, after: int, limit: int) -> list[RowResult]:
         """Up to `limit` rows with their results, from position `after` + 1 on, in input order."""
 

@@ -78,11 +78,10 @@ class BatchReplies:
             await self._reply(batch)
 
     async def _reply(self, batch: Batch) -> None:
-        if batch.reply_queue is None or batch.reply_sent:
+        # After each of a batch's jobs: the cheap check first, the counts only once it has ended.
+        if batch.reply_queue is None or batch.reply_sent or await self.batches.has_unfinished_jobs(batch.id):
             return
         counts = await self.batches.counts(batch.id)
-        if counts.pending:
-            return
         body = json.dumps(progress_document(batch, counts, self.now()))
         await self.replies.publish(batch.reply_queue, body, group_id=batch.id, dedup_id=batch.id)
         await self.batches.record_reply(batch.id)

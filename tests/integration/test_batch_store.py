@@ -121,6 +121,11 @@ async def test_cancel_fails_only_jobs_not_started(batches) -> None:
 
 async def test_a_job_knows_its_batch_and_the_reply_is_recorded(batches) -> None:
     await batches.record(plan(VALUES))
+    assert await batches.has_unfinished_jobs("b1")
+    await batches.store.set_job_status("b1-job0", JobStatus.DONE)
+    assert await batches.has_unfinished_jobs("b1")
+    await batches.store.set_job_status("b1-job1", JobStatus.FAILED)
+    assert not await batches.has_unfinished_jobs("b1")
     assert (await batches.batch_of_job("b1-job1")).id == "b1"
     await batches.record_reply("b1")
     assert (await batches.get_batch("b1")).reply_sent

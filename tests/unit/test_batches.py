@@ -73,6 +73,12 @@ def test_more_unique_domains_than_allowed_is_refused_naming_the_row() -> None:
         list(plan(["a.com", "a.com", "b.com", "c.com"], max_domains=2).chunks())
 
 
+def test_more_rows_than_ten_per_allowed_domain_is_refused() -> None:
+    with pytest.raises(TooManyDomains, match="more than 20 rows"):
+        list(plan(["a.com"] * 21, max_domains=2).chunks())
+    assert sum(len(chunk.rows) for chunk in plan(["a.com"] * 20, max_domains=2).chunks()) == 20
+
+
 def test_a_row_refused_as_read_keeps_its_reason() -> None:
     rows = [InputRow(0, 2, "[]", DomainRejected("has 3 cells but the header has 2"))]
     planned = BatchPlan(BATCH, rows, read_domain=normalize_domain, job_size=2, max_domains=5, new_job_id=lambda: "j")

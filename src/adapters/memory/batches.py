@@ -55,6 +55,9 @@ class InMemoryBatches:
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
                            cancelled=tally["CANCELLED"], by_source=by_source)
 
+    async def has_unfinished_jobs(self, batch_id: str) -> bool:
+        return any(not job.status.finished for job in self._jobs(batch_id))
+
     async def result_page(self, batch_id: str, *, after: int, limit: int) -> list[RowResult]:
         page = [row for row in self.rows.get(batch_id, []) if row.position > after][:limit]
         return [self._result(row) for row in page]

@@ -16,7 +16,7 @@ from firmsift.adapters.sql.store import SqlStore, _domain_result
 from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_domains, jobs
 from firmsift.domain.batch_results import RowResult
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
-from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus
 
 # Targets the unique index ix_batches_owner_idempotency_key (owner, idempotency_key): a second
 # batch with an owner's key is not written (NULL keys never conflict); a concurrent insert waits
@@ -106,6 +106,12 @@ class SqlBatches:
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
                            cancelled=tally["CANCELLED"], by_source=by_source,
                            last_finished_at=None if last is None else _time(last))
+
+    async def has_unfinished_jobs(self, batch_id: str) -> bool:
+        unfinished = (select(batch_jobs.c.job_id).join(jobs, jobs.c.id == batch_jobs.c.job_id)
+                      .where(batch_jobs.c.batch_id == batch_id,
+                             jobs.c.status.in_([s.value for s in UNFINISHED_STATUSES])).limit(1))
+        return await in_transaction(self.engine, lambda conn: conn.execute(unfinished).first() is not None)
 
     async def result_page(self, batch_id: str, *, after: int, limit: int) -> list[RowResult]:
         def work(conn: Connection) -> list[RowResult]:

@@ -77,6 +77,7 @@ def create_app(
     document = openapi_document(
         auth_required=keys_required, classifiers=catalog, max_domains=settings.max_domains_per_job,
         max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
+        max_batch_domains=settings.max_domains_per_batch, max_batch_body_bytes=settings.max_batch_body_bytes,
     )
 
     own_queues = {name for name in (settings.queue_name, settings.dead_letter_queue, settings.sqs_queue_url) if name}

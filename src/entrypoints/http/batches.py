@@ -55,7 +55,7 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
             raise InvalidRequest("invalid X-Reply-Queue", (Rejection(reply_queue, "is one of firmsift's own queues"),))
         column = request.query_params.get("column")
         classifier: object = request.query_params.get("classifier", DEFAULT_CLASSIFIER)
-        if kind == CSV and not column:
+        if (kind == CSV and column is None) or (column is not None and not column.strip()):
             raise BodyRejected(400, "missing_column", "a CSV upload needs ?column=NAME: the column holding the domains")
         key = request.headers.get("idempotency-key")
 
@@ -121,10 +121,13 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         assert current is not None
         return JSONResponse({**progress_document(current, counts, utc_now()), "cancelled_jobs": cancelled})
 
+    async def progress_or_cancel(request: Request) -> JSONResponse:
+        return await (cancel(request) if request.method == "DELETE" else progress(request))
+
     return [
         Route("/batches", submit, methods=["POST"]),
-        Route("/batches/{batch_id}", progress, methods=["GET"]),
-        Route("/batches/{batch_id}", cancel, methods=["DELETE"]),
+        # One route for both methods, so a 405 there names both in its Allow header.
+        Route("/batches/{batch_id}", progress_or_cancel, methods=["GET", "DELETE"]),
         Route("/batches/{batch_id}/results", results, methods=["GET"]),
     ]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from bench.figures import Figure, machine, markdown_table
-from bench.proc_stats import memory
+from bench.proc_stats import cpu_seconds, memory
 from tests.support.processes import Processes, start_api
 
 ACCEPT_GOAL_SECONDS = 2.0
@@ -34,9 +34,10 @@ def run(folder: Path, domains: int, small: bool = False) -> list[Figure]:
         started_mib = memory(api.popen.pid).resident_mib
         body = json.dumps({"classifier": "cpg", "domains": [f"https://www.company{n}.example.com/" for n in range(domains)]})
         with httpx.Client(base_url=base, timeout=300) as client:
-            began = time.monotonic()
+            began, cpu_before = time.monotonic(), cpu_seconds(api.popen.pid)
             response = client.post("/batches", content=body, headers={"content-type": "application/json"})
             accept_seconds = time.monotonic() - began
+            accept_cpu = cpu_seconds(api.popen.pid) - cpu_before
             if response.status_code != 202 or response.json()["accepted"] != domains:
                 raise RuntimeError(f"POST /batches answered {response.status_code}: {response.text[:500]}")
             peak_mib = memory(api.popen.pid).peak_resident_mib
@@ -52,7 +53,7 @@ def run(folder: Path, domains: int, small: bool = False) -> list[Figure]:
     return [
         Figure("batch_intake", "embedded", f"POST /batches, {domains:,} domains (JSON, {len(body) / 1e6:.1f} MB): wall time",
                round(accept_seconds, 2), "s", reference=ACCEPT_GOAL_SECONDS, reference_name="issue 14's limit",
-               goal=None if small else 1.0),
+               goal=None if small else 1.0, note=f"API CPU {accept_cpu:.1f} s"),
         Figure("batch_intake", "embedded", "API peak resident memory (VmHWM) through the POST",
                round(peak_mib, 1), "MiB", reference=round(MEMORY_GOAL_MIB, 1), reference_name="150 MB",
                goal=None if small else 1.0, note=f"{started_mib:.0f} MiB after start-up"),

@@ -1,25 +1,30 @@
 """The batch routes on the real app, a real SQLite file and the database queue: the 202 shape,
-CSV uploads, 413, ownership, idempotency, DELETE, and results in input order as CSV or JSON Lines."""
+CSV uploads, 413, ownership, idempotency, DELETE, results in input order as CSV or JSON Lines, and
+a batch answered by the embedded worker with its one reply."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from dependency_injector import providers
 from starlette.testclient import TestClient
 
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.clock import utc_now
 from firmsift.domain.keys import IssuedKey
 from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.runtime import running_worker, start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
 CSV_UPLOAD = ("Company,Website,Notes\r\nAcme,https://www.acme.com/about,=SUM(A1)\r\n"
               "Blank,,\r\nBeta,beta.org;other.org,x\r\nAcme again,ACME.com,y\r\nMail,info@mail.com,z\r\n")
 
@@ -143,3 +148,29 @@ def test_delete_cancels_jobs_not_started_and_keeps_the_rest(client: TestClient, 
     lines = [json.loads(x) for x in client.get(f"/batches/{batch_id}/results", headers=key).text.splitlines()]
     assert {line["status"] for line in lines} == {"PENDING", "CANCELLED"}
     assert client.delete(f"/batches/{batch_id}", headers=key).json()["cancelled_jobs"] == 0
+
+
+def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(tmp_path: Path) -> None:
+    """The SQL wiring end to end: the database queue, the worker's reply hook, the reply queue."""
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'serve.db'}", wait_time=0.2,
+                                         poll_interval=0.05))
+    container.llm.override(ScriptedLLM(YES))
+    container.searches.override(providers.Object((StaticSearch(),)))
+    domains = [f"brand{i}.example.com" for i in range(15)]
+    try:
+        with TestClient(container.api(background=lambda: running_worker(container))) as client:
+            accepted = post_json(client, {}, [*domains, "brand0.example.com", "nope"], **{"X-Reply-Queue": "team"})
+            location = accepted.headers["location"]
+            for _ in range(1000):
+                shown = client.get(location).json()
+                if shown["status"] == "DONE":
+                    break
+                time.sleep(0.02)
+            lines = [json.loads(x) for x in client.get(f"{location}/results").text.splitlines()]
+        replies = anyio.run(lambda: container.reply_reader("team").receive(max_messages=10))
+    finally:
+        container.engine().dispose()
+    assert (shown["status"], shown["done"], shown["by_source"]) == ("DONE", 15, {"llm": 15})
+    assert shown["finished_at"] is not None and shown["estimated_finish_at"] is None
+    assert [line["classified_domain"] for line in lines] == [*domains, "brand0.example.com", None]
+    assert [json.loads(reply.body)["status"] for reply in replies] == ["DONE"]

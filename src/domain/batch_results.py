@@ -44,16 +44,20 @@ def answer_fields(item: RowResult) -> dict[str, Any]:
     return {"classified_domain": item.row.domain, **fields}
 
 
-def original_values(batch: Batch, row: BatchRow) -> Any:
-    """The caller's row as sent: {column: cell} for a CSV upload, the item itself for a JSON list."""
-    values = json.loads(row.original)
-    return values if batch.columns is None else dict(zip(batch.columns, values))
-
-
 def json_line(batch: Batch, item: RowResult) -> str:
-    document = {"index": item.row.position, **({"line": item.row.line} if item.row.line is not None else {}),
-                "input": original_values(batch, item.row), **answer_fields(item)}
-    return json.dumps(document, ensure_ascii=False) + "\n"
+    """The row's index (and CSV line), its input as sent ({column: cell} for a CSV upload, with
+    `extra_cells` past the header's width; the item itself for a JSON list) and its answer."""
+    values = json.loads(item.row.original)
+    document: dict[str, Any] = {"index": item.row.position}
+    if item.row.line is not None:
+        document["line"] = item.row.line
+    if batch.columns is None:
+        document["input"] = values
+    else:
+        document["input"] = dict(zip(batch.columns, values))
+        if len(values) > len(batch.columns):
+            document["extra_cells"] = values[len(batch.columns):]
+    return json.dumps({**document, **answer_fields(item)}, ensure_ascii=False) + "\n"
 
 
 def input_columns(batch: Batch) -> list[str]:
@@ -74,12 +78,14 @@ def csv_header(batch: Batch, answer_names: Sequence[str]) -> str:
 
 def csv_line(batch: Batch, item: RowResult) -> str:
     """The caller's cells as sent, then the answer cells made inert for spreadsheets (the
-    answers carry web and model text). Evidence is its URLs, space-separated."""
+    answers carry web and model text), then any cells past the header's width (as the CLI writes
+    them). Evidence is its URLs, space-separated."""
     values = json.loads(item.row.original)
     cells = [str(v) for v in values] if batch.columns is not None else [_input_cell(values)]
+    width = len(input_columns(batch))
     fields = answer_fields(item)
     fields["evidence"] = " ".join(str(e.get("url", "")) for e in fields["evidence"])
-    return _csv_record([*cells, *(_answer_cell(v) for v in fields.values())])
+    return _csv_record([*cells[:width], *(_answer_cell(v) for v in fields.values()), *cells[width:]])
 
 
 def answer_names() -> list[str]:

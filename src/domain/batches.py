@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from firmsift.domain.errors import FirmsiftError, JobNotFound, TooManyDomains
+from firmsift.domain.errors import FirmsiftError, InvalidRequest, JobNotFound, TooManyDomains
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.normalize import DomainRejected
 
@@ -152,6 +152,8 @@ class BatchPlan:
                 if len(rows) >= self._rows_per_chunk:
                     yield BatchChunk(tuple(jobs), tuple(rows))
                     jobs, rows = [], []
+        if not self._total:
+            raise InvalidRequest("the list has no rows: send at least one domain")
         if open_job:
             jobs.append(self._job(open_id, open_job))
         if jobs or rows:

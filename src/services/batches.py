@@ -48,7 +48,10 @@ async def result_pages(batch: Batch, batches: BatchStore, page_rows: int = RESUL
 async def cancel_batch(batch: Batch, batches: BatchStore, replies: BatchReplies,
                        now: Callable[[], datetime] = utc_now) -> int:
     """Cancel the batch's jobs that have not started (work started or finished is kept); returns
-    how many jobs were cancelled. If nothing is left running the batch has ended: reply now."""
+    how many jobs were cancelled. A batch that has ended is left as it is. If nothing is left
+    running after the cancel, the batch has ended: reply now."""
+    if not await batches.has_unfinished_jobs(batch.id):
+        return 0
     cancelled = await batches.cancel(batch.id, now())
     await replies.reply_if_ended(batch.id)
     return cancelled

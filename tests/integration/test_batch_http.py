@@ -102,6 +102,17 @@ def test_a_csv_upload_keeps_its_rows_and_answers_them_in_input_order(client: Tes
     assert lines[0]["reason"] == "-2 cells of snacks" and lines[2]["classified_domain"] == "beta.org"
 
 
+def test_a_batch_of_rejected_rows_only_has_ended_and_replies_at_once(client: TestClient, container, key) -> None:
+    response = post_json(client, key, ["localhost", "10.0.0.1"], **{"X-Reply-Queue": "replies"})
+    assert response.status_code == 202 and response.json()["accepted"] == 0
+    shown = client.get(response.headers["location"], headers=key).json()
+    assert (shown["status"], shown["total"], shown["rejected"]) == ("DONE", 0, 2)
+    [reply] = anyio.run(lambda: container.reply_reader("replies").receive(max_messages=10))
+    assert json.loads(reply.body)["batch_id"] == response.json()["batch_id"]
+    header_only = post_csv(client, key, "Company,Website\r\n")
+    assert header_only.status_code == 422 and "no rows" in header_only.json()["error"]["message"]
+
+
 def test_a_missing_csv_column_is_named_with_the_columns_found(client: TestClient, key) -> None:
     response = post_csv(client, key, CSV_UPLOAD, column="domain")
     assert response.status_code == 400
@@ -148,6 +159,14 @@ def test_delete_cancels_jobs_not_started_and_keeps_the_rest(client: TestClient, 
     lines = [json.loads(x) for x in client.get(f"/batches/{batch_id}/results", headers=key).text.splitlines()]
     assert {line["status"] for line in lines} == {"PENDING", "CANCELLED"}
     assert client.delete(f"/batches/{batch_id}", headers=key).json()["cancelled_jobs"] == 0
+
+
+def test_delete_leaves_a_finished_batch_as_it_ended(client: TestClient, container, key) -> None:
+    batch_id = post_json(client, key, ["a.com"]).json()["batch_id"]
+    [message] = anyio.run(lambda: container.work_queue().receive(max_messages=1))
+    anyio.run(lambda: container.store().set_job_status(json.loads(message.body)["job_id"], JobStatus.FAILED))
+    shown = client.delete(f"/batches/{batch_id}", headers=key).json()
+    assert (shown["status"], shown["cancelled_jobs"], shown["failed"]) == ("DONE", 0, 1)
 
 
 def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from firmsift.domain.batches import (
     InputRow,
     domain_state,
 )
-from firmsift.domain.errors import TooManyDomains
+from firmsift.domain.errors import InvalidRequest, TooManyDomains
 from firmsift.domain.model import DomainResult, JobStatus, ResultStatus, Source
 from firmsift.domain.normalize import DomainRejected, normalize_domain
 
@@ -79,6 +79,11 @@ def test_more_rows_than_ten_per_allowed_domain_is_refused() -> None:
     assert sum(len(chunk.rows) for chunk in plan(["a.com"] * 20, max_domains=2).chunks()) == 20
 
 
+def test_a_list_without_rows_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="no rows"):
+        list(plan([]).chunks())
+
+
 def test_a_row_refused_as_read_keeps_its_reason() -> None:
     rows = [InputRow(0, 2, "[]", DomainRejected("has 3 cells but the header has 2"))]
     planned = BatchPlan(BATCH, rows, read_domain=normalize_domain, job_size=2, max_domains=5, new_job_id=lambda: "j")
@@ -87,7 +92,7 @@ def test_a_row_refused_as_read_keeps_its_reason() -> None:
 
 
 @given(st.lists(st.sampled_from(["a.com", "A.com", "b.org", "x y", "c.net", "localhost", "d.io", "e.de", 3]),
-                max_size=40), st.integers(1, 4), st.integers(1, 5))
+                min_size=1, max_size=40), st.integers(1, 4), st.integers(1, 5))
 def test_every_row_is_accounted_for_once_in_order(values: list[object], job_size: int, per_chunk: int) -> None:
     planned = plan(values, job_size=job_size, rows_per_chunk=per_chunk)
     chunks = list(planned.chunks())
@@ -142,6 +147,15 @@ def test_result_lines_keep_the_callers_values_and_make_answer_cells_inert() -> N
     line = json.loads(json_line(CSV_BATCH, RowResult(row, "DONE", ANSWERED)))
     assert line["input"] == {"Name": "=1+1", "Status": "a.com"} and line["reason"] == "=HYPERLINK()"
     assert (line["index"], line["line"], line["classified_domain"]) == (0, 2, "a.com")
+
+
+def test_cells_past_the_headers_width_are_kept_after_the_answer() -> None:
+    row = BatchRow(4, 6, json.dumps(["Acme", "acme.com", "x", "y"]), rejection="has 4 cells but the header has 2")
+    line = json.loads(json_line(CSV_BATCH, RowResult(row)))
+    assert line["input"] == {"Name": "Acme", "Status": "acme.com"} and line["extra_cells"] == ["x", "y"]
+    cells = next(csv.reader(io.StringIO(csv_line(CSV_BATCH, RowResult(row)))))
+    assert cells[:2] == ["Acme", "acme.com"] and cells[-2:] == ["x", "y"]
+    assert len(cells) == 2 + len(answer_names()) + 2
 
 
 def test_rejected_cancelled_and_dead_lettered_rows_say_why() -> None:

@@ -107,7 +107,7 @@ class CsvUpload:
 
     def rows(self) -> Iterator[InputRow]:
         """Each record as an InputRow: padded to the header's width; a record with further
-        non-empty cells is rejected (its columns no longer line up)."""
+        non-empty cells is rejected (its columns no longer line up) and keeps them all."""
         width = len(self.header)
         try:
             with self._reader:
@@ -117,6 +117,7 @@ class CsvUpload:
                     if any(cell.strip() for cell in cells[width:]):
                         value = DomainRejected(f"has {len(cells)} cells but the header has {width}: "
                                                "a delimiter inside an unquoted cell?")
+                        padded = cells
                     yield InputRow(position, line, json.dumps(padded, ensure_ascii=False), value)
         except CsvFileError as error:
             raise BodyRejected(400, "bad_csv", self._message(error)) from None

@@ -83,6 +83,8 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         headers = {"Location": f"/batches/{submission.batch.id}"}
         if submission.replayed:
             headers["Idempotent-Replayed"] = "true"
+        else:
+            await replies.reply_if_ended(submission.batch.id)  # every row rejected: no job will end it
         return JSONResponse(accepted_batch_document(submission.batch, submission.rejected), status_code=202,
                             headers=headers)
 

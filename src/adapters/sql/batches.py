@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text, update
 
+from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.store import SqlStore, _domain_result
 from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_domains, jobs
@@ -59,9 +60,8 @@ class SqlBatches:
         for chunk in plan.chunks():
             self.store.insert_jobs_in(conn, chunk.jobs)
             each_chunk(conn, chunk.jobs)
-            if chunk.jobs:
-                conn.execute(batch_jobs.insert(), [{"job_id": job.id, "batch_id": batch.id} for job in chunk.jobs])
-            conn.execute(batch_rows.insert(), [
+            insert_rows(conn, batch_jobs, [{"job_id": job.id, "batch_id": batch.id} for job in chunk.jobs])
+            insert_rows(conn, batch_rows, [
                 {"batch_id": batch.id, "position": row.position, "line": row.line, "original": row.original,
                  "domain": row.domain, "job_id": row.job_id, "rejection": row.rejection}
                 for row in chunk.rows

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import DataError
 
+from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.idempotency import IdempotencyKeyTaken
@@ -93,13 +94,12 @@ class SqlStore:
         conn.execute(job_domains.insert(), _pending_domain_rows(job))
 
     def insert_jobs_in(self, conn: Connection, new_jobs: Collection[Job]) -> None:
-        """Write many jobs without an idempotency key (a batch's), as insert_job_in would one by
-        one, in two statements."""
+        """Write many new jobs without an idempotency key (a batch's, so nothing can conflict),
+        as insert_job_in would one by one, in two statements."""
         if any(job.idempotency_key is not None for job in new_jobs):
             raise ValueError("insert_jobs_in writes jobs without an idempotency key; use insert_job_in")
-        if new_jobs:
-            conn.execute(INSERT_JOB, [_job_row(job) for job in new_jobs])
-            conn.execute(job_domains.insert(), [row for job in new_jobs for row in _pending_domain_rows(job)])
+        insert_rows(conn, jobs, [_job_row(job) for job in new_jobs])
+        insert_rows(conn, job_domains, [row for job in new_jobs for row in _pending_domain_rows(job)])
 
     async def get_job(self, job_id: str) -> Job | None:
         return await self._run(lambda conn: _job_in(conn, job_id))

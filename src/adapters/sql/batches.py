@@ -117,14 +117,14 @@ class SqlBatches:
         def work(conn: Connection) -> list[RowResult]:
             rows = [_row(r) for r in conn.execute(
                 select(batch_rows).where(batch_rows.c.batch_id == batch_id, batch_rows.c.position > after)
-                .order_by(batch_rows.c.position).limit(limit)).mappings()]
+                .order_by(batch_rows.c.position).limit(limit)).mappings().all()]
             job_ids = sorted({row.job_id for row in rows if row.job_id is not None})
             if not job_ids:
                 return [RowResult(row) for row in rows]
             results = {(r["job_id"], r["domain"]): _domain_result(r) for r in conn.execute(
-                select(job_domains).where(job_domains.c.job_id.in_(job_ids))).mappings()}
+                select(job_domains).where(job_domains.c.job_id.in_(job_ids))).mappings().all()}
             states = {r["id"]: (JobStatus(r["status"]), r["error"]) for r in conn.execute(
-                select(jobs.c.id, jobs.c.status, jobs.c.error).where(jobs.c.id.in_(job_ids))).mappings()}
+                select(jobs.c.id, jobs.c.status, jobs.c.error).where(jobs.c.id.in_(job_ids))).mappings().all()}
             return [_row_result(row, results, states) for row in rows]
 
         return await in_transaction(self.engine, work)

@@ -14,7 +14,7 @@ def job_document(job: Job) -> dict[str, Any]:
         "classifier": job.classifier,
         "status": job.status.value,
         "created_at": job.created_at.isoformat(),
-        "results": [_result_document(job.result_for(domain)) for domain in job.domains],
+        "results": [result_document(job.result_for(domain)) for domain in job.domains],
     }
     if job.error:
         document["error"] = job.error
@@ -33,7 +33,8 @@ def accepted_document(job: Job) -> dict[str, Any]:
     return {"job_id": job.id, "status": job.status.value, "classifier": job.classifier, "domains": list(job.domains)}
 
 
-def _result_document(result: DomainResult) -> dict[str, Any]:
+def result_document(result: DomainResult) -> dict[str, Any]:
+    """One domain's result as a job document shows it (a batch's result lines show the same)."""
     return {
         "domain": result.domain,
         "status": result.status.value,

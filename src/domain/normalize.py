@@ -184,6 +184,8 @@ def _cut(text: str, limit: int = 80) -> str:
 
 
 def _check_not_ip(host: str) -> None:
+    if ":" not in host and not host.replace(".", "").isdigit():
+        return  # (the host is ASCII here) only digits and dots, or a colon, can spell an address
     try:
         ipaddress.ip_address(host)
     except ValueError:

@@ -21,6 +21,8 @@ from firmsift.adapters.decorators.prometheus_metrics import MeteredLLM, MeteredQ
 from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import IntakeOutcomes, Readiness
 from firmsift.adapters.decorators.retrying import RetryingLLM, RetryingSearch, RetryPolicy
+from firmsift.adapters.sql.batch_intake import SqlBatchIntake
+from firmsift.adapters.sql.batches import SqlBatches
 from firmsift.adapters.sql.engine import open_engine
 from firmsift.adapters.sql.job_intake import SqlJobIntake
 from firmsift.adapters.sql.keys import SqlApiKeys
@@ -40,6 +42,8 @@ from firmsift.entrypoints.lazy_adapters import (
 )
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
+from firmsift.services.batch_intake import RecordBatchThenPublish
+from firmsift.services.batches import BatchReplies
 from firmsift.services.process import JobDependencies
 from firmsift.services.search_chain import SearchChain
 from firmsift.services.submit import RecordThenPublish
@@ -137,6 +141,15 @@ class Container(containers.DeclarativeContainer):
         SqlQueue, engine, visibility_timeout=settings.provided.visibility_timeout, max_receives=None,
         poll_interval=settings.provided.poll_interval,
     )
+    # Batches: split into jobs written (with their messages, on the database queue) in one
+    # transaction; a batch replies once, when it ends, from the worker that finished it.
+    batches = providers.Singleton(SqlBatches, store)
+    batch_intake = providers.Selector(
+        backend,
+        db=providers.Singleton(SqlBatchIntake, engine, batches, db_queue),
+        sqs=providers.Singleton(RecordBatchThenPublish, batches, store, sqs_queue),
+    )
+    batch_replies = providers.Singleton(BatchReplies, batches, replies)
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings, http_clients)
     searches = providers.Singleton(make_searches, settings, http_clients)  # one adapter per provider, in order
@@ -150,7 +163,8 @@ class Container(containers.DeclarativeContainer):
     # and the start-up checks that failed (`not_ready`); see http_api.create_app.
     api = providers.Factory(
         create_app, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
-        intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics,
+        intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
+        batches=batches, batch_replies=batch_replies,
     )
 
     # What a worker uses: each attempt waits for its slot in the per-minute budget, retries with
@@ -191,6 +205,7 @@ class Container(containers.DeclarativeContainer):
     worker = providers.Factory(
         Worker, worker_queue, replies, job_dependencies, worker_config, on_job_finished=metrics.provided.count_job,
         dead_letters=dead_letters, on_dead_lettered=providers.Callable(dead_letter_counter, metrics),
+        after_job=batch_replies.provided.after_job,
     )
 
     # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dependency_injector import providers
 
+from firmsift.adapters.memory.batches import InMemoryBatches
 from firmsift.adapters.memory.keys import InMemoryApiKeys
 from firmsift.adapters.memory.leases import InMemoryLeases
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
@@ -13,11 +14,12 @@ from firmsift.adapters.memory.readiness import InMemoryReadiness
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.submit import RecordThenPublish
 
 
 def in_memory_container(settings: Settings | None = None) -> Container:
-    """The Container, with its adapters overridden by in-memory ones: store, API keys, work and
+    """The Container, with its adapters overridden by in-memory ones: store, batches, API keys, work and
     dead-letter queue, replies, answer leases, readiness, and a scripted LLM and search (that
     record their calls). Everything above them (the HTTP API of `container.api()`, the worker
     with its retries, rate budgets and metrics, the use-cases) is the production wiring.
@@ -38,6 +40,9 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         # Where the in-memory queue moves a message received max_receives times.
         dead_letters=container.work_queue.provided.dead_letters,
         intake=providers.Singleton(RecordThenPublish, container.store, container.work_queue),
+        batches=providers.Singleton(InMemoryBatches, container.store),
+        batch_intake=providers.Singleton(RecordBatchThenPublish, container.batches, container.store,
+                                         container.work_queue),
         replies=providers.Singleton(InMemoryReplyPublisher),
         leases=providers.Singleton(InMemoryLeases),
         readiness=providers.Singleton(InMemoryReadiness, container.intake_outcomes),

@@ -22,6 +22,7 @@ from firmsift.adapters.sql.queue_statements import (
     claim_messages,
     count_messages,
     delete_in_flight,
+    insert_fresh_group_messages,
     insert_message,
     peek_messages,
     set_visible_at,
@@ -121,6 +122,13 @@ class SqlQueue:
             now=self._clock(), dedup_window=self._dedup_window,
         )
         return str(message_id)
+
+    def enqueue_fresh_groups_in(self, conn: Connection, messages: list[tuple[str, str]]) -> None:
+        """Write (body, group id) messages, each the first of a new group created in the caller's
+        open transaction (dedup id = group id), as enqueue_in would one by one, in a few
+        statements. Call wake_receivers() after the commit."""
+        insert_fresh_group_messages(conn, queue=self.queue_name, messages=messages, now=self._clock(),
+                                    dedup_window=self._dedup_window)
 
     def wake_receivers(self) -> None:
         """Wake this process's receivers waiting on the queue after a committed enqueue_in

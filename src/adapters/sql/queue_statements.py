@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
 
+from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.tables import queue_dedup, queue_messages
 from firmsift.ports.queue import QueueMessage
 
@@ -94,6 +95,31 @@ def insert_message(
     )
     _notify_sent(conn, queue)
     return int(message_id)
+
+
+def insert_fresh_group_messages(
+    conn: Connection, *, queue: str, messages: list[tuple[str, str]], now: float, dedup_window: float
+) -> None:
+    """Store (body, group id) messages, each the first of a group no other transaction can send
+    to (a job created in this very transaction), with its group id as dedup id: in a few
+    statements, however many there are. insert_message's per-group lock and dedup lookup are not
+    needed: no other sender knows these groups before the commit, and their ids are new."""
+    if not messages:
+        return
+    _purge_expired_dedup_ids(conn, queue=queue, now=now)
+    insert_rows(conn, queue_messages, [
+        {"queue": queue, "group_id": group_id, "body": body, "dedup_id": group_id, "sent_at": now,
+         "visible_at": now, "receive_count": 0, "receipt": None}
+        for body, group_id in messages
+    ])
+    # By group (ix_queue_messages_group): each group holds just this message, its dedup id the group id.
+    ids = conn.execute(select(msg.id, msg.group_id).where(
+        msg.queue == queue, msg.group_id.in_([group_id for _, group_id in messages]))).all()
+    insert_rows(conn, queue_dedup, [
+        {"queue": queue, "dedup_id": dedup_id, "message_id": message_id, "expires_at": now + dedup_window}
+        for message_id, dedup_id in ids
+    ])
+    _notify_sent(conn, queue)
 
 
 def _purge_expired_dedup_ids(conn: Connection, *, queue: str, now: float) -> None:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import DataError
 
+from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.idempotency import IdempotencyKeyTaken
@@ -83,23 +84,22 @@ class SqlStore:
         """Write the job and its domains (every one PENDING) as one step of the caller's open
         transaction, so they commit or roll back together with the caller's other rows.
         IdempotencyKeyTaken, with nothing written, if the owner already used the job's key."""
-        created = job.created_at.timestamp()
-        written = conn.execute(INSERT_JOB, {
-            "id": job.id, "classifier": job.classifier, "status": job.status.value, "reply_queue": job.reply_queue,
-            "created_at": created, "updated_at": created, "error": job.error, "reply_sent": False,
-            "owner": job.owner, "idempotency_key": job.idempotency_key,
-        }).rowcount
+        written = conn.execute(INSERT_JOB, _job_row(job)).rowcount
         if written == 0:
             earlier_id = conn.execute(select(jobs.c.id).where(
                 jobs.c.owner == job.owner, jobs.c.idempotency_key == job.idempotency_key)).scalar_one()
             earlier = _job_in(conn, earlier_id)
             assert earlier is not None  # the row the insert just collided with, read in the same transaction
             raise IdempotencyKeyTaken(earlier)
-        conn.execute(job_domains.insert(), [
-            {"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
-             "reason": "", "evidence": "[]"}
-            for i, d in enumerate(job.domains)
-        ])
+        conn.execute(job_domains.insert(), _pending_domain_rows(job))
+
+    def insert_jobs_in(self, conn: Connection, new_jobs: Collection[Job]) -> None:
+        """Write many new jobs without an idempotency key (a batch's, so nothing can conflict),
+        as insert_job_in would one by one, in two statements."""
+        if any(job.idempotency_key is not None for job in new_jobs):
+            raise ValueError("insert_jobs_in writes jobs without an idempotency key; use insert_job_in")
+        insert_rows(conn, jobs, [_job_row(job) for job in new_jobs])
+        insert_rows(conn, job_domains, [row for job in new_jobs for row in _pending_domain_rows(job)])
 
     async def get_job(self, job_id: str) -> Job | None:
         return await self._run(lambda conn: _job_in(conn, job_id))
@@ -201,6 +201,20 @@ class SqlStore:
             return len(params)
 
         return await self._run(work)
+
+
+def _job_row(job: Job) -> dict[str, Any]:
+    created = job.created_at.timestamp()
+    return {
+        "id": job.id, "classifier": job.classifier, "status": job.status.value, "reply_queue": job.reply_queue,
+        "created_at": created, "updated_at": created, "error": job.error, "reply_sent": False,
+        "owner": job.owner, "idempotency_key": job.idempotency_key,
+    }
+
+
+def _pending_domain_rows(job: Job) -> list[dict[str, Any]]:
+    return [{"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
+             "reason": "", "evidence": "[]"} for i, d in enumerate(job.domains)]
 
 
 def _job_in(conn: Connection, job_id: str) -> Job | None:

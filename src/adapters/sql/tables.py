@@ -105,3 +105,41 @@ api_keys = Table(
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
 )
+
+batches = Table(
+    "batches",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("classifier", Text, nullable=False),
+    Column("owner", Text, nullable=False),
+    Column("reply_queue", Text),
+    Column("idempotency_key", Text),
+    Column("request_hash", Text, nullable=False),
+    Column("csv_header", Text),
+    Column("total", Integer, nullable=False),
+    Column("accepted", Integer, nullable=False),
+    Column("duplicates", Integer, nullable=False),
+    Column("rejected", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("cancelled_at", Float),
+    Column("reply_sent", Boolean, nullable=False),
+)
+
+batch_jobs = Table(
+    "batch_jobs",
+    metadata,
+    Column("job_id", Text, primary_key=True),
+    Column("batch_id", Text, nullable=False),
+)
+
+batch_rows = Table(
+    "batch_rows",
+    metadata,
+    Column("batch_id", Text, primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("line", Integer),
+    Column("original", Text, nullable=False),
+    Column("domain", Text),
+    Column("job_id", Text),
+    Column("rejection", Text),
+)

@@ -20,6 +20,7 @@ from firmsift.adapters.readiness import IntakeOutcomes
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
 from firmsift.entrypoints.http.auth import Gate, auth_required
+from firmsift.entrypoints.http.batches import batch_routes
 from firmsift.entrypoints.http.header_limit import HeaderLimit
 from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
@@ -28,9 +29,11 @@ from firmsift.entrypoints.http.rate_limit import TokenBuckets
 from firmsift.domain.model import Classifier
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.ports.intake import JobIntake
 from firmsift.ports.keys import ApiKeyStore
 from firmsift.ports.repository import JobRepository
+from firmsift.services.batches import BatchReplies
 from firmsift.services.submit import SubmitJob, find_job, submit_job
 
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
@@ -54,6 +57,9 @@ def create_app(
     intake_outcomes: IntakeOutcomes,
     readiness: ReadinessChecks,
     metrics: Metrics,
+    batch_intake: BatchIntake,
+    batches: BatchStore,
+    batch_replies: BatchReplies,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
     not_ready: Mapping[str, str] | None = None,
@@ -71,6 +77,7 @@ def create_app(
     document = openapi_document(
         auth_required=keys_required, classifiers=catalog, max_domains=settings.max_domains_per_job,
         max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
+        max_batch_domains=settings.max_domains_per_batch, max_batch_body_bytes=settings.max_batch_body_bytes,
     )
 
     own_queues = {name for name in (settings.queue_name, settings.dead_letter_queue, settings.sqs_queue_url) if name}
@@ -159,6 +166,8 @@ def create_app(
             yield
 
     routes = [
+        *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
+                      replies=batch_replies, own_queues=own_queues, deadline=backend_deadline),
         Route("/domains/classify", submit, methods=["POST"]),
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

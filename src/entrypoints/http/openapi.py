@@ -11,6 +11,7 @@ from firmsift.domain.model import QuoteStatus
 from firmsift.domain.quotes import MAX_QUOTE_CHARS
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
 from firmsift.entrypoints.http.errors import MAX_DETAILS
+from firmsift.entrypoints.http.openapi_batches import batch_paths, batch_schemas
 from firmsift.services.submit import max_entries
 
 JSON = "application/json"
@@ -114,7 +115,7 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
 
 
 def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_domains: int, max_body_bytes: int,
-                     max_header_bytes: int) -> dict[str, Any]:
+                     max_header_bytes: int, max_batch_domains: int, max_batch_body_bytes: int) -> dict[str, Any]:
     """The document for an app with these settings (whether keys are required, which classifiers)."""
     too_large_headers = _error(f"request headers larger than {max_header_bytes} bytes (headers_too_large)")
     integer = {"type": "integer", "minimum": 1}
@@ -186,8 +187,13 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
                 "200": _ok("Prometheus text exposition", {"type": "string"}, "text/plain"), **open_to_all}}},
             "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "responses": {
                 "200": _ok("OpenAPI 3.1", {"type": "object"}), **open_to_all}}},
+            **batch_paths(error=_error, security=security, auth_errors=auth_errors,
+                          reply_queue_errors={"403": submit["responses"]["403"]} if auth_required else {},
+                          headers=submit["parameters"], too_large_headers=too_large_headers,
+                          max_domains=max_batch_domains, max_body_bytes=max_batch_body_bytes),
         },
-        "components": {"schemas": {**_schemas(sorted(classifiers), max_domains, MAX_DETAILS), "Readiness": {
+        "components": {"schemas": {**_schemas(sorted(classifiers), max_domains, MAX_DETAILS),
+                                    **batch_schemas(sorted(classifiers), max_batch_domains), "Readiness": {
             "type": "object", "required": ["status", "checks"], "additionalProperties": False,
             "properties": {"status": {"enum": ["ready", "not ready"]},
                            "checks": {"type": "object", "additionalProperties": {"type": "string"}}}}}},

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.background import alongside
@@ -40,10 +40,14 @@ class Worker:
     def __init__(self, queue: WorkQueue, replies: ReplyPublisher, deps: JobDependencies,
                  config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None,
                  dead_letters: WorkQueue | None = None,
-                 on_dead_lettered: Callable[[Job], None] = lambda job: None) -> None:
+                 on_dead_lettered: Callable[[Job], None] = lambda job: None,
+                 after_job: Callable[[Job], Awaitable[None]] | None = None) -> None:
         self.queue = queue
         self.dead_letters = dead_letters
         self.on_dead_lettered = on_dead_lettered
+        # Run after each finished job is replied to (a batch's one reply when its last job ends);
+        # a failure leaves the message to be redelivered, so it runs again.
+        self.after_job = after_job
         self.on_job_finished = on_job_finished
         self.last_poll = time.monotonic()  # for the liveness probe: the loop is turning
         self.replies = replies
@@ -100,6 +104,7 @@ class Worker:
                         log.warning("job dead-lettered and marked FAILED", extra={"job_id": job.id})
                         self.on_dead_lettered(job)
                         await self._reply(job)
+                        await self._after(job)
                     for message in messages:
                         await self.dead_letters.delete(message.receipt)
             except Exception:  # noqa: BLE001 - checked again next interval
@@ -132,6 +137,7 @@ class Worker:
                 log.warning("message for unknown job deleted", extra={"job_id": job_id})
             else:
                 await self._reply(job)
+                await self._after(job)
                 self.on_job_finished(job, time.monotonic() - started)
                 log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
                                                 "receive_count": message.receive_count})
@@ -150,6 +156,10 @@ class Worker:
             await self.deps.jobs.record_reply(job.id, sent=False, error=storable_error(error))
             return
         await self.deps.jobs.record_reply(job.id, sent=True, error=None)
+
+    async def _after(self, job: Job) -> None:
+        if self.after_job is not None and job.status.finished:
+            await self.after_job(job)
 
     async def _delete(self, message: QueueMessage) -> None:
         try:

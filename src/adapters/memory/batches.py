@@ -1,0 +1,90 @@
+"""In-memory batch store: batches and their rows in lists, their jobs in an InMemoryStore."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.domain.batch_results import RowResult
+from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
+from firmsift.domain.model import Job, JobStatus
+
+
+class InMemoryBatches:
+    """Implements BatchStore over the jobs of an InMemoryStore. A plan that raises leaves nothing
+    behind, as the SQL store's transaction does."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self.store = store
+        self.batches: dict[str, Batch] = {}
+        self.rows: dict[str, list[BatchRow]] = {}
+        self.job_batch: dict[str, str] = {}
+
+    async def record(self, plan: BatchPlan) -> Batch:
+        batch = plan.batch()
+        for earlier in self.batches.values():
+            if batch.idempotency_key is not None and (earlier.owner, earlier.idempotency_key) == (
+                    batch.owner, batch.idempotency_key):
+                raise BatchKeyTaken(earlier)
+        chunks = list(plan.chunks())  # read whole first: a plan that raises writes nothing
+        for chunk in chunks:
+            for job in chunk.jobs:
+                await self.store.create_job(job)
+                self.job_batch[job.id] = batch.id
+        counted = plan.batch()
+        self.batches[batch.id] = counted
+        self.rows[batch.id] = [row for chunk in chunks for row in chunk.rows]
+        return counted
+
+    async def get_batch(self, batch_id: str) -> Batch | None:
+        return self.batches.get(batch_id)
+
+    async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
+        return [row for row in self.rows.get(batch_id, []) if row.rejection is not None]
+
+    async def counts(self, batch_id: str) -> BatchCounts:
+        tally = {"DONE": 0, "FAILED": 0, "PENDING": 0, "CANCELLED": 0}
+        by_source: dict[str, int] = {}
+        for job in self._jobs(batch_id):
+            for result in job.results:
+                state = domain_state(result.status.value, job.status, job.error)
+                tally[state] += 1
+                if result.source is not None and state in ("DONE", "FAILED"):
+                    by_source[result.source.value] = by_source.get(result.source.value, 0) + 1
+        return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
+                           cancelled=tally["CANCELLED"], by_source=by_source)
+
+    async def has_unfinished_jobs(self, batch_id: str) -> bool:
+        return any(not job.status.finished for job in self._jobs(batch_id))
+
+    async def result_page(self, batch_id: str, *, after: int, limit: int) -> list[RowResult]:
+        page = [row for row in self.rows.get(batch_id, []) if row.position > after][:limit]
+        return [self._result(row) for row in page]
+
+    async def cancel(self, batch_id: str, at: datetime) -> int:
+        batch = self.batches[batch_id]
+        if batch.cancelled_at is None:
+            self.batches[batch_id] = replace(batch, cancelled_at=at)
+        cancelled = 0
+        for job in self._jobs(batch_id):
+            if await self.store.set_job_status(job.id, JobStatus.FAILED, BATCH_CANCELLED, only_from=(JobStatus.PENDING,)):
+                cancelled += 1
+        return cancelled
+
+    async def batch_of_job(self, job_id: str) -> Batch | None:
+        batch_id = self.job_batch.get(job_id)
+        return None if batch_id is None else self.batches.get(batch_id)
+
+    async def record_reply(self, batch_id: str) -> None:
+        self.batches[batch_id] = replace(self.batches[batch_id], reply_sent=True)
+
+    def _jobs(self, batch_id: str) -> list[Job]:
+        return [self.store.jobs[job_id] for job_id, owner in self.job_batch.items() if owner == batch_id]
+
+    def _result(self, row: BatchRow) -> RowResult:
+        if row.job_id is None or row.domain is None:
+            return RowResult(row)
+        job = self.store.jobs[row.job_id]
+        result = job.result_for(row.domain)
+        return RowResult(row, domain_state(result.status.value, job.status, job.error), result, job.error)

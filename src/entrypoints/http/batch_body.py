@@ -1,0 +1,133 @@
+"""Reading a POST /batches body: streamed to a temporary file within a byte limit (never held in
+memory whole), then read as a JSON list or a CSV upload into rows with their original values."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import Request
+
+from firmsift.domain.batches import InputRow
+from firmsift.domain.normalize import DomainRejected
+from firmsift.entrypoints.cli.csv_files import CsvFileError
+from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
+from firmsift.entrypoints.http.errors import BodyRejected
+
+JSON = "application/json"
+CSV = "text/csv"
+JSON_FIELDS = frozenset({"classifier", "domains"})
+
+
+@dataclass(frozen=True)
+class SpooledBody:
+    """The body as a file, and the SHA-256 of its bytes (part of what identifies the request)."""
+
+    path: Path
+    sha256: str
+
+
+def content_kind(request: Request) -> str:
+    """JSON or CSV, from the Content-Type; 415 for anything else."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in (JSON, CSV):
+        raise BodyRejected(415, "unsupported_media_type",
+                           f"Content-Type must be {JSON} or {CSV}, not {kind or 'missing'}")
+    return kind
+
+
+async def spool_body(request: Request, folder: Path, max_bytes: int) -> SpooledBody:
+    """Write the body to a file in `folder` as it arrives; 413 once it passes `max_bytes`
+    (at once when Content-Length says so), 400 when it is empty."""
+    declared = request.headers.get("content-length")
+    if declared is not None and not (declared.isascii() and declared.isdigit()):
+        raise BodyRejected(400, "bad_content_length", "Content-Length must be a whole number of bytes")
+    too_large = BodyRejected(413, "body_too_large", f"request body is larger than {max_bytes} bytes "
+                                                    "(FIRMSIFT_MAX_BATCH_BODY_BYTES); split the list")
+    if declared is not None and (len(declared.lstrip("0")) > len(str(max_bytes)) or int(declared) > max_bytes):
+        raise too_large
+    path = folder / "body"
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("wb") as out:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_large
+            digest.update(chunk)
+            out.write(chunk)
+    if size == 0:
+        raise BodyRejected(400, "empty_body", "request body is empty; send a JSON object or a CSV file")
+    return SpooledBody(path, digest.hexdigest())
+
+
+def json_rows(body: SpooledBody) -> tuple[object, list[object]]:
+    """(classifier, domains) of a JSON body {"classifier", "domains": [...]}; 400/422 otherwise."""
+    try:
+        with body.path.open(encoding="utf-8") as handle:
+            document = json.load(handle)
+    except UnicodeDecodeError:
+        raise BodyRejected(400, "malformed_json", "request body is not UTF-8") from None
+    except RecursionError:
+        raise BodyRejected(400, "malformed_json", "request body nests too deeply") from None
+    except ValueError as error:
+        raise BodyRejected(400, "malformed_json", f"request body is not valid JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise BodyRejected(422, "invalid_request", "body must be a JSON object {\"classifier\", \"domains\"}")
+    unknown = sorted(set(document) - JSON_FIELDS)
+    if unknown:
+        raise BodyRejected(422, "invalid_request", f"unknown fields in body: {', '.join(unknown)}; "
+                                                   "use classifier, domains")
+    domains = document.get("domains")
+    if not isinstance(domains, list) or not domains:
+        raise BodyRejected(422, "invalid_request", "'domains' must be a non-empty list")
+    return document.get("classifier", "cpg"), domains
+
+
+def json_input_rows(domains: list[object]) -> Iterator[InputRow]:
+    for position, item in enumerate(domains):
+        yield InputRow(position, None, json.dumps(item, ensure_ascii=False), item)
+
+
+class CsvUpload:
+    """A CSV upload read as the CLI reads files (encoding from its BOM, delimiter sniffed), with
+    the domain column named by the caller: 400 naming the column and those found when absent."""
+
+    def __init__(self, body: SpooledBody, column: str) -> None:
+        self._path = body.path
+        try:
+            self._reader = CsvReader(body.path, detect_format(body.path))
+            self.header = tuple(self._reader.header)
+            self._column = find_column(self._reader.header, column, ())
+        except CsvFileError as error:
+            raise BodyRejected(400, "bad_csv", self._message(error)) from None
+
+    def rows(self) -> Iterator[InputRow]:
+        """Each record as an InputRow: padded to the header's width; a record with further
+        non-empty cells is rejected (its columns no longer line up) and keeps them all."""
+        width = len(self.header)
+        try:
+            with self._reader:
+                for position, (line, cells) in enumerate(self._reader):
+                    padded = cells[:width] + [""] * (width - len(cells))
+                    value: object = padded[self._column]
+                    if any(cell.strip() for cell in cells[width:]):
+                        value = DomainRejected(f"has {len(cells)} cells but the header has {width}: "
+                                               "a delimiter inside an unquoted cell?")
+                        padded = cells
+                    yield InputRow(position, line, json.dumps(padded, ensure_ascii=False), value)
+        except CsvFileError as error:
+            raise BodyRejected(400, "bad_csv", self._message(error)) from None
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def _message(self, error: CsvFileError) -> str:
+        """The CLI's message, said of the upload (not of a temporary file) and of what an HTTP caller can do."""
+        message = str(error).replace(f"{self._path}: ", "the upload: ")
+        if "; name the file's encoding" in message:
+            message = message.split("; name the file's encoding")[0] + " (send UTF-8, or UTF-16 with a byte-order mark)"
+        return message

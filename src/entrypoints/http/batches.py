@@ -1,0 +1,139 @@
+"""The batch routes: POST /batches (a JSON list or a CSV upload), GET its progress and results,
+DELETE to cancel what has not started. Each API key sees only its own batches."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import tempfile
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from firmsift.domain.batch_documents import accepted_batch_document, progress_document
+from firmsift.domain.batch_results import answer_names, csv_header, csv_line, json_line
+from firmsift.domain.batches import Batch, InputRow
+from firmsift.domain.cell_host import domain_from_cell
+from firmsift.domain.clock import utc_now
+from firmsift.domain.errors import InvalidRequest, Rejection
+from firmsift.domain.keys import Caller
+from firmsift.domain.model import Classifier
+from firmsift.domain.normalize import normalize_domain
+from firmsift.entrypoints.http.auth import Gate
+from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, json_input_rows, json_rows, spool_body
+from firmsift.entrypoints.http.errors import BodyRejected
+from firmsift.entrypoints.settings import Settings
+from firmsift.ports.batches import BatchIntake, BatchStore
+from firmsift.services.batch_intake import BatchSubmission, SubmitBatch, check_batch_request, submit_batch
+from firmsift.services.batches import BatchReplies, cancel_batch, find_batch, result_pages
+
+DEFAULT_CLASSIFIER = "cpg"
+FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
+
+
+def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
+                 batches: BatchStore, replies: BatchReplies, own_queues: Collection[str],
+                 deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[Route]:
+    """The routes, on the app's gate (keys, rate limits) and backend deadline."""
+
+    async def caller_of(request: Request) -> Caller:
+        return await gate.caller(request.headers, request.client.host if request.client else "")
+
+    async def accept(command: SubmitBatch) -> BatchSubmission:
+        return await submit_batch(command, catalog=catalog, intake=intake, batches=batches,
+                                  job_size=settings.max_domains_per_job, max_domains=settings.max_domains_per_batch)
+
+    async def submit(request: Request) -> JSONResponse:
+        caller = await caller_of(request)  # before the body: strangers cost no reading
+        kind = content_kind(request)
+        reply_queue = request.headers.get("x-reply-queue")
+        if reply_queue is not None and reply_queue.strip() in own_queues:
+            raise InvalidRequest("invalid X-Reply-Queue", (Rejection(reply_queue, "is one of firmsift's own queues"),))
+        column = request.query_params.get("column")
+        classifier: object = request.query_params.get("classifier", DEFAULT_CLASSIFIER)
+        if (kind == CSV and column is None) or (column is not None and not column.strip()):
+            raise BodyRejected(400, "missing_column", "a CSV upload needs ?column=NAME: the column holding the domains")
+        key = request.headers.get("idempotency-key")
+
+        def command(classifier: object, rows: Iterable[InputRow], read_domain: Callable[[object], str],
+                    request_hash: str = "", columns: tuple[str, ...] | None = None) -> SubmitBatch:
+            return SubmitBatch(classifier, rows, read_domain, request_hash, columns, reply_queue, caller, key)
+
+        if kind == CSV:
+            check_batch_request(command(classifier, (), _cell_domain), catalog)  # before the body is read
+        with tempfile.TemporaryDirectory(prefix="firmsift-batch-") as folder:
+            body = await spool_body(request, Path(folder), settings.max_batch_body_bytes)
+            identity = hashlib.sha256(f"{kind}\n{column}\n{classifier}\n{reply_queue}\n{body.sha256}".encode())
+            if kind == CSV:
+                assert column is not None
+                upload = await asyncio.to_thread(CsvUpload, body, column)
+                try:
+                    submission = await accept(command(classifier, upload.rows(), _cell_domain,
+                                                      identity.hexdigest(), upload.header))
+                finally:
+                    upload.close()
+            else:
+                classifier, domains = await asyncio.to_thread(json_rows, body)
+                submission = await accept(command(classifier, json_input_rows(domains), normalize_domain,
+                                                  identity.hexdigest()))
+        headers = {"Location": f"/batches/{submission.batch.id}"}
+        if submission.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        else:
+            await replies.reply_if_ended(submission.batch.id)  # every row rejected: no job will end it
+        return JSONResponse(accepted_batch_document(submission.batch, submission.rejected), status_code=202,
+                            headers=headers)
+
+    async def owned(request: Request) -> Batch:
+        caller = await caller_of(request)
+        async with deadline():
+            return await find_batch(request.path_params["batch_id"], caller.owner, batches)
+
+    async def progress(request: Request) -> JSONResponse:
+        batch = await owned(request)
+        async with deadline():
+            counts = await batches.counts(batch.id)
+        return JSONResponse(progress_document(batch, counts, utc_now()))
+
+    async def results(request: Request) -> Response:
+        batch = await owned(request)
+        wanted = request.query_params.get("format") or ("csv" if CSV in request.headers.get("accept", "") else "jsonl")
+        if wanted not in FORMATS:
+            raise BodyRejected(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {wanted!r}")
+
+        async def lines() -> AsyncIterator[str]:
+            if wanted == "csv":
+                yield csv_header(batch, answer_names())
+            async for page in result_pages(batch, batches):
+                write = csv_line if wanted == "csv" else json_line
+                yield "".join(write(batch, item) for item in page)
+
+        return StreamingResponse(lines(), media_type=FORMATS[wanted])
+
+    async def cancel(request: Request) -> JSONResponse:
+        batch = await owned(request)
+        async with deadline():
+            cancelled = await cancel_batch(batch, batches, replies)
+            current = await batches.get_batch(batch.id)
+            counts = await batches.counts(batch.id)
+        assert current is not None
+        return JSONResponse({**progress_document(current, counts, utc_now()), "cancelled_jobs": cancelled})
+
+    async def progress_or_cancel(request: Request) -> JSONResponse:
+        return await (cancel(request) if request.method == "DELETE" else progress(request))
+
+    return [
+        Route("/batches", submit, methods=["POST"]),
+        # One route for both methods, so a 405 there names both in its Allow header.
+        Route("/batches/{batch_id}", progress_or_cancel, methods=["GET", "DELETE"]),
+        Route("/batches/{batch_id}/results", results, methods=["GET"]),
+    ]
+
+
+def _cell_domain(value: object) -> str:
+    """A CSV cell's domain, by the CLI's rule: the first host name in the cell, normalized."""
+    return domain_from_cell(value if isinstance(value, str) else "").domain

@@ -1,0 +1,137 @@
+"""The batch routes' part of the OpenAPI document: POST /batches, its progress, results and DELETE."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from firmsift.domain.batches import BatchStatus
+
+JSON = "application/json"
+CSV = "text/csv"
+JSON_LINES = "application/x-ndjson"
+RESULT_STATES = ["PENDING", "DONE", "FAILED", "CANCELLED", "REJECTED"]
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def batch_schemas(classifiers: list[str], max_domains: int) -> dict[str, Any]:
+    count = {"type": "integer", "minimum": 0}
+    moment = {"type": ["string", "null"], "format": "date-time"}
+    progress_fields = {
+        "batch_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
+        "status": {"enum": [s.value for s in BatchStatus]},
+        "total": {**count, "description": "unique domains to classify: done + failed + pending + cancelled"},
+        "done": count, "failed": count, "pending": count,
+        "cancelled": {**count, "description": "domains whose job DELETE stopped before it started"},
+        "by_source": {"type": "object", "additionalProperties": count,
+                      "description": "finished domains by the path that answered them (known_company, cache, llm, …)"},
+        "rows": {**count, "description": "input rows read"}, "duplicates": count,
+        "rejected": {**count, "description": "rows without a usable domain"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "finished_at": {**moment, "description": "when the last domain finished (or the batch was cancelled); "
+                                                 "null while any is pending"},
+        "estimated_finish_at": {**moment, "description": "at the rate seen so far; null before the first domain "
+                                                         "finished and once none is pending"},
+    }
+    return {
+        "BatchRequest": {
+            "type": "object", "required": ["domains"], "additionalProperties": False,
+            "properties": {
+                "classifier": {"type": "string", "enum": classifiers, "default": "cpg"},
+                "domains": {"type": "array", "minItems": 1, "items": {},
+                            "description": f"host names or URLs, one per row; normalized and de-duplicated, at most "
+                                           f"{max_domains} unique ones (413 too_many_domains); a value that is not "
+                                           "a valid domain is a rejected row, listed in the answer"}},
+        },
+        "BatchAccepted": {
+            "type": "object", "required": ["batch_id", "classifier", "total", "accepted", "duplicates", "rejected"],
+            "additionalProperties": False,
+            "properties": {
+                "batch_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
+                "total": {**count, "description": "rows read"},
+                "accepted": {**count, "description": "unique domains to classify"},
+                "duplicates": {**count, "description": "rows whose domain an earlier row already has"},
+                "rejected": {"type": "array", "items": {
+                    "type": "object", "required": ["index", "reason"], "additionalProperties": False,
+                    "properties": {"index": {**count, "description": "0-based row of the list or of the CSV data"},
+                                   "line": {"type": "integer", "minimum": 2, "description": "CSV line the row starts on"},
+                                   "reason": {"type": "string"}}}},
+            },
+        },
+        "BatchProgress": {"type": "object", "required": list(progress_fields), "additionalProperties": False,
+                          "properties": progress_fields},
+        "BatchCancelled": {"type": "object", "required": [*progress_fields, "cancelled_jobs"],
+                           "additionalProperties": False,
+                           "properties": {**progress_fields, "cancelled_jobs": {
+                               **count, "description": "jobs stopped now (not started yet)"}}},
+    }
+
+
+def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any], auth_errors: dict[str, Any],
+                reply_queue_errors: dict[str, Any], headers: list[dict[str, Any]], too_large_headers: dict[str, Any],
+                max_domains: int, max_body_bytes: int) -> dict[str, Any]:
+    """The paths, sharing the jobs' security, auth errors and X-Reply-Queue / Idempotency-Key headers."""
+    batch_id = {"name": "batch_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    not_found = error("no such batch for this caller, or not a batch id (batch_not_found)")
+    integer = {"type": "integer", "minimum": 1}
+    submit = {
+        "summary": "Submit a list of domains (a JSON list or a CSV upload) to classify as one batch",
+        "operationId": "submitBatch", **security,
+        "parameters": [
+            {"name": "classifier", "in": "query", "required": False, "schema": {"type": "string", "default": "cpg"},
+             "description": "for a CSV upload (a JSON body names its classifier itself)"},
+            {"name": "column", "in": "query", "required": False, "schema": {"type": "string", "minLength": 1},
+             "description": "for a CSV upload (then required): the column holding the domains; each cell's first "
+                            "host name is used, as `firmsift classify` does"},
+            *headers,
+        ],
+        "requestBody": {"required": True, "content": {
+            JSON: {"schema": _ref("BatchRequest"), "example": {"classifier": "cpg", "domains": ["unilever.com"]}},
+            CSV: {"schema": {"type": "string"}, "example": "Company,Website\r\nUnilever,https://www.unilever.com/\r\n"}}},
+        "responses": {
+            "202": {"description": "accepted (or, for a repeated Idempotency-Key, the batch it accepted first)",
+                    "headers": {"Location": {"schema": {"type": "string"}, "required": True},
+                                "Idempotent-Replayed": {"schema": {"type": "string", "enum": ["true"]}}},
+                    "content": {JSON: {"schema": _ref("BatchAccepted")}},
+                    "links": {"GetBatch": {"operationId": "getBatch", "description": "follow the batch",
+                                           "parameters": {"batch_id": "$response.body#/batch_id"}}}},
+            "400": error("unreadable body: malformed_json, bad_csv (an unreadable CSV, or no such column: the "
+                         "columns found are named), missing_column, empty_body, bad_content_length"),
+            **auth_errors, **reply_queue_errors,
+            "413": error(f"body over {max_body_bytes} bytes (body_too_large), or more than {max_domains} unique "
+                         "domains (too_many_domains)"),
+            "415": error("Content-Type is neither JSON nor text/csv (unsupported_media_type)"),
+            "422": error("invalid input: invalid_request, unknown_classifier, idempotency_key_reused"),
+            "431": too_large_headers,
+            "503": error("the batch could not be durably accepted (queue_unavailable, service_unavailable)",
+                         **{"Retry-After": integer}),
+        },
+    }
+    common = {**auth_errors, "404": not_found, "431": too_large_headers}
+    progress = {"summary": "A batch's progress", "operationId": "getBatch", **security, "parameters": [batch_id],
+                "responses": {"200": {"description": "the batch", "content": {JSON: {"schema": _ref("BatchProgress")}}},
+                              **common}}
+    results = {
+        "summary": "One line per input row, in input order: the caller's values and the answer", **security,
+        "operationId": "getBatchResults",
+        "parameters": [batch_id, {"name": "format", "in": "query", "required": False,
+                                  "schema": {"enum": ["jsonl", "csv"]},
+                                  "description": "default jsonl, or csv when Accept names text/csv"}],
+        "responses": {
+            "200": {"description": f"streamed; each line: the row's index (and CSV line), its input, "
+                                   f"`classified_domain` and the job result's fields, status one of "
+                                   f"{', '.join(RESULT_STATES)}. CSV: the input columns, then the answer "
+                                   "columns (prefixed firmsift_ if a name clashes), answer cells made inert "
+                                   "for spreadsheets",
+                    "content": {JSON_LINES: {"schema": {"type": "string"}}, CSV: {"schema": {"type": "string"}}}},
+            "400": error("format is neither jsonl nor csv (bad_format)"), **common},
+    }
+    cancel = {"summary": "Cancel what has not started; work started or finished is kept", **security,
+              "operationId": "cancelBatch", "parameters": [batch_id],
+              "responses": {"200": {"description": "the batch after cancelling",
+                                    "content": {JSON: {"schema": _ref("BatchCancelled")}}}, **common}}
+    return {"/batches": {"post": submit}, "/batches/{batch_id}": {"get": progress, "delete": cancel},
+            "/batches/{batch_id}/results": {"get": results}}

@@ -1,0 +1,48 @@
+"""Batch ports: the store of batches (their rows, progress and results) and the batch intake."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from firmsift.domain.batch_results import RowResult
+from firmsift.domain.batches import Batch, BatchCounts, BatchPlan, BatchRow
+
+
+class BatchStore(Protocol):
+    async def record(self, plan: BatchPlan) -> Batch:
+        """Store the plan's batch, its jobs (every one PENDING, with its domains) and its rows,
+        chunk by chunk as the plan yields them, all in one transaction; returns the batch with
+        its counts. Nothing is stored when the plan raises, or when the owner already used the
+        batch's Idempotency-Key (then BatchKeyTaken with the earlier batch)."""
+
+    async def get_batch(self, batch_id: str) -> Batch | None: ...
+
+    async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
+        """The batch's rejected rows, in input order."""
+
+    async def counts(self, batch_id: str) -> BatchCounts:
+        """Where the batch's unique domains stand (see batches.domain_state)."""
+
+    async def has_unfinished_jobs(self, batch_id: str) -> bool:
+        """Whether any of the batch's jobs is still PENDING or RUNNING (cheap: stops at the first)."""
+
+    async def result_page(self, batch_id: str, *, after: int, limit: int) -> list[RowResult]:
+        """Up to `limit` rows with their results, from position `after` + 1 on, in input order."""
+
+    async def cancel(self, batch_id: str, at: datetime) -> int:
+        """Mark the batch cancelled and fail (BATCH_CANCELLED) each of its jobs still PENDING, by
+        compare-and-set, so a job a worker has started runs on; returns how many were cancelled."""
+
+    async def batch_of_job(self, job_id: str) -> Batch | None:
+        """The batch a job was created for, or None for a job of POST /domains/classify."""
+
+    async def record_reply(self, batch_id: str) -> None:
+        """Note that the batch's reply was published."""
+
+
+class BatchIntake(Protocol):
+    async def accept(self, plan: BatchPlan) -> Batch:
+        """Record the batch (BatchStore.record) and publish {"job_id": ...} for each of its jobs
+        (group and dedup id = job id). QueueUnavailable when that cannot be done durably; jobs
+        whose message could not be published are then never left PENDING."""

@@ -1,0 +1,195 @@
+"""The batch routes on the real app, a real SQLite file and the database queue: the 202 shape,
+CSV uploads, 413, ownership, idempotency, DELETE, results in input order as CSV or JSON Lines, and
+a batch answered by the embedded worker with its one reply."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from dependency_injector import providers
+from starlette.testclient import TestClient
+
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.domain.clock import utc_now
+from firmsift.domain.keys import IssuedKey
+from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
+from firmsift.entrypoints.runtime import running_worker, start_container
+from firmsift.entrypoints.settings import Settings
+from firmsift.services.keys import create_key
+
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
+CSV_UPLOAD = ("Company,Website,Notes\r\nAcme,https://www.acme.com/about,=SUM(A1)\r\n"
+              "Blank,,\r\nBeta,beta.org;other.org,x\r\nAcme again,ACME.com,y\r\nMail,info@mail.com,z\r\n")
+
+
+@pytest.fixture
+def container(tmp_path: Path):
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", auth="required",
+                                         rate_limit_per_minute=0, max_batch_body_bytes=4096))
+    yield container
+    container.engine().dispose()
+
+
+@pytest.fixture
+def client(container) -> Iterator[TestClient]:
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture
+def key(container) -> dict[str, str]:
+    return _bearer(anyio.run(lambda: create_key("team", ("replies",), container.api_keys())))
+
+
+def _bearer(issued: IssuedKey) -> dict[str, str]:
+    return {"authorization": f"Bearer {issued.secret}"}
+
+
+def post_json(client: TestClient, headers: dict[str, str], domains: list[object], **extra: str):
+    return client.post("/batches", content=json.dumps({"classifier": "cpg", "domains": domains}),
+                       headers={"content-type": "application/json", **headers, **extra})
+
+
+def post_csv(client: TestClient, headers: dict[str, str], text: str, column: str = "Website"):
+    return client.post(f"/batches?classifier=cpg&column={column}", content=text.encode(),
+                       headers={"content-type": "text/csv", **headers})
+
+
+def test_a_json_batch_is_accepted_split_into_jobs_and_queued(client: TestClient, container, key) -> None:
+    response = post_json(client, key, ["a.com", "https://www.A.com/", "10.0.0.1", *[f"d{i}.com" for i in range(12)]])
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert set(body) == {"batch_id", "classifier", "total", "accepted", "duplicates", "rejected"}
+    assert (body["total"], body["accepted"], body["duplicates"]) == (15, 13, 1)
+    assert body["rejected"] == [{"index": 2, "reason": "is an IP address, not a host name"}]
+    assert response.headers["location"] == f"/batches/{body['batch_id']}"
+    # 13 domains in jobs of FIRMSIFT_MAX_DOMAINS_PER_JOB (10): two jobs, two messages.
+    messages = anyio.run(lambda: container.work_queue().receive(max_messages=10))
+    assert len(messages) == 2
+    shown = client.get(f"/batches/{body['batch_id']}", headers=key).json()
+    assert (shown["status"], shown["total"], shown["pending"], shown["estimated_finish_at"]) == ("RUNNING", 13, 13, None)
+
+
+def test_a_csv_upload_keeps_its_rows_and_answers_them_in_input_order(client: TestClient, container, key) -> None:
+    response = post_csv(client, key, CSV_UPLOAD)
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert (body["total"], body["accepted"], body["duplicates"]) == (5, 2, 1)
+    assert [(r["index"], r["line"]) for r in body["rejected"]] == [(1, 3), (4, 6)]
+    batch_id = body["batch_id"]
+    acme = anyio.run(lambda: container.batches().result_page(batch_id, after=-1, limit=1))[0].row
+    answer = Answer(domain="acme.com", classifier="cpg", status=ResultStatus.DONE, answered_at=utc_now(),
+                    source=Source.LLM, answer=True, confidence=4, reason="-2 cells of snacks")
+    assert acme.job_id is not None
+    anyio.run(lambda: container.store().save_result(acme.job_id, DomainResult.from_answer(answer, Source.LLM), answer))
+
+    table = list(csv.reader(io.StringIO(client.get(f"/batches/{batch_id}/results?format=csv", headers=key).text)))
+    assert table[0][:5] == ["Company", "Website", "Notes", "classified_domain", "status"]
+    assert [row[0] for row in table[1:]] == ["Acme", "Blank", "Beta", "Acme again", "Mail"]
+    assert table[1][2] == "=SUM(A1)"  # the caller's cell as sent
+    reason = table[0].index("reason")
+    assert table[1][reason] == "'-2 cells of snacks" and table[4][reason] == "'-2 cells of snacks"
+    assert [row[4] for row in table[1:]] == ["DONE", "REJECTED", "PENDING", "DONE", "REJECTED"]
+    lines = [json.loads(x) for x in client.get(f"/batches/{batch_id}/results", headers=key).text.splitlines()]
+    assert lines[0]["input"] == {"Company": "Acme", "Website": "https://www.acme.com/about", "Notes": "=SUM(A1)"}
+    assert lines[0]["reason"] == "-2 cells of snacks" and lines[2]["classified_domain"] == "beta.org"
+
+
+def test_a_batch_of_rejected_rows_only_has_ended_and_replies_at_once(client: TestClient, container, key) -> None:
+    response = post_json(client, key, ["localhost", "10.0.0.1"], **{"X-Reply-Queue": "replies"})
+    assert response.status_code == 202 and response.json()["accepted"] == 0
+    shown = client.get(response.headers["location"], headers=key).json()
+    assert (shown["status"], shown["total"], shown["rejected"]) == ("DONE", 0, 2)
+    [reply] = anyio.run(lambda: container.reply_reader("replies").receive(max_messages=10))
+    assert json.loads(reply.body)["batch_id"] == response.json()["batch_id"]
+    header_only = post_csv(client, key, "Company,Website\r\n")
+    assert header_only.status_code == 422 and "no rows" in header_only.json()["error"]["message"]
+
+
+def test_a_missing_csv_column_is_named_with_the_columns_found(client: TestClient, key) -> None:
+    response = post_csv(client, key, CSV_UPLOAD, column="domain")
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "no column 'domain' (found: 'Company', 'Website', 'Notes')"
+    response = client.post("/batches", content=b"a\r\n", headers={"content-type": "text/csv", **key})
+    assert response.status_code == 400 and "?column=" in response.json()["error"]["message"]
+
+
+def test_a_body_over_the_limit_is_413_before_anything_is_stored(client: TestClient, key) -> None:
+    response = post_json(client, key, [f"domain-number-{i}.com" for i in range(300)])
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "body_too_large"
+    assert "FIRMSIFT_MAX_BATCH_BODY_BYTES" in response.json()["error"]["message"]
+
+
+def test_other_keys_batches_are_not_found(client: TestClient, container, key) -> None:
+    batch_id = post_json(client, key, ["a.com"]).json()["batch_id"]
+    other = _bearer(anyio.run(lambda: create_key("other", (), container.api_keys())))
+    for path in (f"/batches/{batch_id}", f"/batches/{batch_id}/results"):
+        assert client.get(path, headers=other).status_code == 404
+        assert client.get(path).status_code == 401
+    assert client.delete(f"/batches/{batch_id}", headers=other).status_code == 404
+    assert client.get("/batches/not-a-uuid", headers=key).json()["error"]["code"] == "batch_not_found"
+
+
+def test_a_repeated_idempotency_key_returns_the_same_batch(client: TestClient, container, key) -> None:
+    first = post_json(client, key, ["a.com", "b.com", "x"], **{"Idempotency-Key": "k1"})
+    again = post_json(client, key, ["a.com", "b.com", "x"], **{"Idempotency-Key": "k1"})
+    assert again.status_code == 202 and again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    other = post_json(client, key, ["c.com"], **{"Idempotency-Key": "k1"})
+    assert other.status_code == 422 and other.json()["error"]["code"] == "idempotency_key_reused"
+    assert len(anyio.run(lambda: container.work_queue().receive(max_messages=10))) == 1
+
+
+def test_delete_cancels_jobs_not_started_and_keeps_the_rest(client: TestClient, container, key) -> None:
+    batch_id = post_json(client, key, [f"d{i}.com" for i in range(25)], **{"X-Reply-Queue": "replies"}).json()["batch_id"]
+    [started] = anyio.run(lambda: container.work_queue().receive(max_messages=1))
+    anyio.run(lambda: container.store().set_job_status(json.loads(started.body)["job_id"], JobStatus.RUNNING))
+    response = client.delete(f"/batches/{batch_id}", headers=key)
+    assert response.status_code == 200
+    shown = response.json()
+    assert (shown["status"], shown["cancelled_jobs"], shown["cancelled"], shown["pending"]) == ("CANCELLED", 2, 15, 10)
+    lines = [json.loads(x) for x in client.get(f"/batches/{batch_id}/results", headers=key).text.splitlines()]
+    assert {line["status"] for line in lines} == {"PENDING", "CANCELLED"}
+    assert client.delete(f"/batches/{batch_id}", headers=key).json()["cancelled_jobs"] == 0
+
+
+def test_delete_leaves_a_finished_batch_as_it_ended(client: TestClient, container, key) -> None:
+    batch_id = post_json(client, key, ["a.com"]).json()["batch_id"]
+    [message] = anyio.run(lambda: container.work_queue().receive(max_messages=1))
+    anyio.run(lambda: container.store().set_job_status(json.loads(message.body)["job_id"], JobStatus.FAILED))
+    shown = client.delete(f"/batches/{batch_id}", headers=key).json()
+    assert (shown["status"], shown["cancelled_jobs"], shown["failed"]) == ("DONE", 0, 1)
+
+
+def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(tmp_path: Path) -> None:
+    """The SQL wiring end to end: the database queue, the worker's reply hook, the reply queue."""
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'serve.db'}", wait_time=0.2,
+                                         poll_interval=0.05))
+    container.llm.override(ScriptedLLM(YES))
+    container.searches.override(providers.Object((StaticSearch(),)))
+    domains = [f"brand{i}.example.com" for i in range(15)]
+    try:
+        with TestClient(container.api(background=lambda: running_worker(container))) as client:
+            accepted = post_json(client, {}, [*domains, "brand0.example.com", "nope"], **{"X-Reply-Queue": "team"})
+            location = accepted.headers["location"]
+            for _ in range(1000):
+                shown = client.get(location).json()
+                if shown["status"] == "DONE":
+                    break
+                time.sleep(0.02)
+            lines = [json.loads(x) for x in client.get(f"{location}/results").text.splitlines()]
+        replies = anyio.run(lambda: container.reply_reader("team").receive(max_messages=10))
+    finally:
+        container.engine().dispose()
+    assert (shown["status"], shown["done"], shown["by_source"]) == ("DONE", 15, {"llm": 15})
+    assert shown["finished_at"] is not None and shown["estimated_finish_at"] is None
+    assert [line["classified_domain"] for line in lines] == [*domains, "brand0.example.com", None]
+    assert [json.loads(reply.body)["status"] for reply in replies] == ["DONE"]

@@ -1,0 +1,145 @@
+"""One behaviour suite for the batch store, run against the in-memory store, SQLite and PostgreSQL:
+rows kept in input order with their originals, all-or-nothing recording, Idempotency-Key, progress
+counts, paged results, cancelling by compare-and-set, and the database-queue intake's messages."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from firmsift.adapters.memory.batches import InMemoryBatches
+from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.adapters.sql.batch_intake import SqlBatchIntake
+from firmsift.adapters.sql.batches import SqlBatches
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.store import SqlStore
+from firmsift.domain.batches import Batch, BatchKeyTaken, BatchPlan, InputRow
+from firmsift.domain.errors import TooManyDomains
+from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
+from firmsift.domain.normalize import normalize_domain
+from tests.support.databases import SQL_BACKENDS, migrated_engine
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["memory", *SQL_BACKENDS])
+async def batches(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[InMemoryBatches | SqlBatches]:
+    if request.param == "memory":
+        yield InMemoryBatches(InMemoryStore())
+        return
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield SqlBatches(SqlStore(engine))
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield engine
+
+
+def plan(values: list[object], *, batch_id: str = "b1", owner: str = "key_a", key: str | None = None,
+         max_domains: int = 100, job_size: int = 2) -> BatchPlan:
+    ids = (f"{batch_id}-job{i}" for i in itertools.count())
+    batch = Batch(id=batch_id, classifier="cpg", created_at=NOW, owner=owner, idempotency_key=key,
+                  request_hash=f"hash-{batch_id}")
+    rows = (InputRow(i, None, json.dumps(v), v) for i, v in enumerate(values))
+    return BatchPlan(batch, rows, read_domain=normalize_domain, job_size=job_size, max_domains=max_domains,
+                     new_job_id=lambda: next(ids), rows_per_chunk=2)
+
+
+VALUES = ["a.com", "B.com", "bad domain", "https://www.a.com/x", "c.com", 7]
+
+
+async def test_a_batch_keeps_every_row_in_order_with_its_original(batches) -> None:
+    recorded = await batches.record(plan(VALUES))
+    assert (recorded.total, recorded.accepted, recorded.duplicates, recorded.rejected) == (6, 3, 1, 2)
+    stored = await batches.get_batch("b1")
+    assert stored == recorded and stored.request_hash == "hash-b1" and stored.columns is None
+    page = await batches.result_page("b1", after=-1, limit=4)
+    assert [json.loads(r.row.original) for r in page] == VALUES[:4]
+    assert [r.state for r in page] == ["PENDING", "PENDING", None, "PENDING"]
+    assert page[3].row.job_id == page[0].row.job_id == "b1-job0" and page[3].row.domain == "a.com"
+    rest = await batches.result_page("b1", after=page[-1].row.position, limit=4)
+    assert [r.row.position for r in rest] == [4, 5]
+    assert [(r.position, r.rejection) for r in await batches.rejected_rows("b1")] == [
+        (2, "contains whitespace or backslashes"), (5, "must be a string, not int")]
+    counts = await batches.counts("b1")
+    assert (counts.pending, counts.done, counts.failed, counts.cancelled) == (3, 0, 0, 0)
+
+
+async def test_a_plan_that_fails_records_nothing(batches) -> None:
+    with pytest.raises(TooManyDomains):
+        await batches.record(plan(VALUES, max_domains=2))
+    assert await batches.get_batch("b1") is None
+    assert await batches.batch_of_job("b1-job0") is None
+
+
+async def test_a_used_idempotency_key_returns_the_earlier_batch_and_writes_nothing(batches) -> None:
+    await batches.record(plan(["a.com"], key="k1"))
+    with pytest.raises(BatchKeyTaken) as taken:
+        await batches.record(plan(["b.com"], batch_id="b2", key="k1"))
+    assert taken.value.existing.id == "b1"
+    assert await batches.get_batch("b2") is None
+    await batches.record(plan(["b.com"], batch_id="b3", owner="key_b", key="k1"))  # keys are per owner
+    assert (await batches.get_batch("b3")) is not None
+
+
+async def test_progress_counts_domains_by_state_and_source(batches) -> None:
+    await batches.record(plan(VALUES))
+    jobs = batches.store
+    answer = Answer(domain="a.com", classifier="cpg", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
+                    answer=True, confidence=5)
+    await jobs.set_job_status("b1-job0", JobStatus.RUNNING)
+    await jobs.save_result("b1-job0", DomainResult.from_answer(answer, Source.LLM), answer)
+    await jobs.save_result("b1-job0", DomainResult(domain="b.com", status=ResultStatus.FAILED, source=Source.LLM,
+                                                   error="unreadable"), None)
+    counts = await batches.counts("b1")
+    assert (counts.done, counts.failed, counts.pending, counts.by_source) == (1, 1, 1, {"llm": 2})
+    [first] = await batches.result_page("b1", after=-1, limit=1)
+    assert first.state == "DONE" and first.result is not None and first.result.answer is True
+
+
+async def test_cancel_fails_only_jobs_not_started(batches) -> None:
+    await batches.record(plan(VALUES))
+    await batches.store.set_job_status("b1-job0", JobStatus.RUNNING)
+    assert await batches.cancel("b1", NOW + timedelta(minutes=1)) == 1
+    assert (await batches.get_batch("b1")).cancelled_at == NOW + timedelta(minutes=1)
+    counts = await batches.counts("b1")
+    assert (counts.pending, counts.cancelled) == (2, 1)
+    states = [r.state for r in await batches.result_page("b1", after=-1, limit=10)]
+    assert states == ["PENDING", "PENDING", None, "PENDING", "CANCELLED", None]
+    assert await batches.cancel("b1", NOW + timedelta(minutes=2)) == 0
+    assert (await batches.get_batch("b1")).cancelled_at == NOW + timedelta(minutes=1)  # the first cancel's time
+
+
+async def test_a_job_knows_its_batch_and_the_reply_is_recorded(batches) -> None:
+    await batches.record(plan(VALUES))
+    assert await batches.has_unfinished_jobs("b1")
+    await batches.store.set_job_status("b1-job0", JobStatus.DONE)
+    assert await batches.has_unfinished_jobs("b1")
+    await batches.store.set_job_status("b1-job1", JobStatus.FAILED)
+    assert not await batches.has_unfinished_jobs("b1")
+    assert (await batches.batch_of_job("b1-job1")).id == "b1"
+    await batches.record_reply("b1")
+    assert (await batches.get_batch("b1")).reply_sent
+
+
+async def test_the_database_queue_intake_queues_each_job_with_its_rows(engine: Engine) -> None:
+    store = SqlStore(engine)
+    queue = SqlQueue(engine, "work.fifo", visibility_timeout=30, max_receives=3, poll_interval=10)
+    intake = SqlBatchIntake(engine, SqlBatches(store), queue)
+    await intake.accept(plan(VALUES))
+    messages = await queue.receive(max_messages=10)
+    assert sorted(json.loads(m.body)["job_id"] for m in messages) == ["b1-job0", "b1-job1"]
+    with pytest.raises(TooManyDomains):
+        await intake.accept(plan(VALUES, batch_id="b2", max_domains=2))
+    with engine.connect() as conn:
+        counts = [conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in ("batches", "jobs", "queue_messages")]
+    assert counts == [1, 2, 2]  # nothing of the refused batch, not even its first job's message

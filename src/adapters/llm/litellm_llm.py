@@ -172,10 +172,8 @@ class LiteLLM:
 
     def _completion(self, response: Any) -> Completion:
         where = self._where()
-        usage = getattr(response, "usage", None)
         # An answer that came back is billed even when it cannot be used: its errors say what for.
-        billed = {"prompt_tokens": _count(getattr(usage, "prompt_tokens", None)),
-                  "completion_tokens": _count(getattr(usage, "completion_tokens", None))}
+        billed = _usage(getattr(response, "usage", None))
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ProviderError(f"{where}: the provider returned no choices", cause=FailureCause.UNREADABLE_RESPONSE,
@@ -209,6 +207,16 @@ class LiteLLM:
         if self._api_key:
             text = text.replace(self._api_key, "[redacted]")
         return text
+
+
+def _usage(usage: object) -> dict[str, int | None]:
+    """The tokens the provider reported. litellm puts a usage of zeros in a response whose
+    provider sent none; every prompt firmsift sends has tokens, so 0 prompt tokens means "not
+    reported", never "free"."""
+    prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
+    if not prompt_tokens:
+        return {"prompt_tokens": None, "completion_tokens": None}
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": _count(getattr(usage, "completion_tokens", None))}
 
 
 def _count(value: object) -> int | None:

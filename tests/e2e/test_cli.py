@@ -139,7 +139,9 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         for line in ('line 4: took thekrogerco.com from "thekrogerco.com kroger.com" (not used: kroger.com)',
                      'line 6: rejected "": blank cell', 'line 7: rejected "Official website": no host name',
                      'line 10: rejected "info@acme-snacks.com": holds an email address',
-                     "line 9: failed broken-answer.com: ", "10 rows: 6 answered, 1 failed, 3 rejected"):
+                     "line 9: failed broken-answer.com: ",
+                     # six domains asked once each (Kimberly-Clark's second row reuses the first answer)
+                     "10 rows: 6 answered, 1 failed, 3 rejected; LLM cost 0.00024 USD\n"):
             assert line in result.stderr
         assert not (tmp_path / "out.csv.part").exists()
         raw = out.read_bytes()
@@ -178,7 +180,7 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         # Reused: this job spent nothing; the answer's own call cost what it cost then.
         assert (answer["tokens_in"], answer["cost_usd"], answer["answer_tokens_in"], answer["answer_cost_usd"]) == (
             0, 0, 10, 0.00004)
-        assert "1 rows: 1 answered, 0 failed, 0 rejected" in as_json.stderr
+        assert "1 rows: 1 answered, 0 failed, 0 rejected; LLM cost 0 USD\n" in as_json.stderr
         # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so -15 is a clean exit here.
         assert serve.stop() in (0, -15)
         assert "Application shutdown complete" in serve.log()

@@ -67,7 +67,7 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
     print(f"latency:         {elapsed:.2f} s", file=out)
     if completion is not None:
         print(f"tokens:          {_tokens(completion)}", file=out)
-        print(f"cost:            {_cost(answer.cost_usd)}", file=out)
+        print(f"cost:            {_cost(answer)}", file=out)
     if answer.status is not ResultStatus.DONE:
         print(f"firmsift llm check: FAILED: {answer.error}", file=err)
         return EXIT_FAILURE
@@ -92,8 +92,9 @@ def _tokens(completion: Completion) -> str:
            f"{completion.completion_tokens if completion.completion_tokens is not None else '?'} out"
 
 
-def _cost(usd: float | None) -> str:
-    if usd is None:
-        return ("unknown (tokens not reported, or no price for the model: set FIRMSIFT_LLM_INPUT_COST_PER_MILLION "
-                "and FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION)")
-    return f"{format(usd, '.12f').rstrip('0').rstrip('.')} USD"
+def _cost(answer: Answer) -> str:
+    if answer.cost_usd is not None:
+        return f"{format(answer.cost_usd, '.12f').rstrip('0').rstrip('.')} USD"
+    if answer.tokens_in is None or answer.tokens_out is None:
+        return "unknown (the provider reported no tokens)"
+    return "unknown (no price for this model: set FIRMSIFT_LLM_INPUT_COST_PER_MILLION and _OUTPUT_)"

@@ -95,14 +95,19 @@ class ProviderError(FirmsiftError):
     `retryable` says whether the same call may succeed if tried again later (the provider was
     busy, slow, unreachable or failed on its side), as opposed to a refusal or an answer that
     would come back the same. `retry_after` is the wait in seconds the provider asked for, if any.
-    `cause` names the kind of failure in a word (FailureCause).
+    `cause` names the kind of failure in a word (FailureCause). `prompt_tokens` and
+    `completion_tokens` are what the provider billed for an answer it did return but that could
+    not be used (cut off, filtered, refused, empty), as it reported them; None otherwise.
     """
 
     code = "provider_error"
 
     def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
-                 cause: FailureCause = FailureCause.OTHER) -> None:
+                 cause: FailureCause = FailureCause.OTHER, prompt_tokens: int | None = None,
+                 completion_tokens: int | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.cause = cause
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from firmsift.domain.model import DomainResult, Job
+from firmsift.domain.spend import total_spend
 
 
 def job_document(job: Job) -> dict[str, Any]:
@@ -15,6 +16,7 @@ def job_document(job: Job) -> dict[str, Any]:
         "status": job.status.value,
         "created_at": job.created_at.isoformat(),
         "results": [result_document(job.result_for(domain)) for domain in job.domains],
+        "total": _total_document(job),
     }
     if job.error:
         document["error"] = job.error
@@ -48,4 +50,18 @@ def result_document(result: DomainResult) -> dict[str, Any]:
         "quote": result.quote,
         "quote_status": result.quote_status.value if result.quote_status else None,
         "error": result.error,
+        # What this job spent on the domain (0 for an answer it reused) ...
+        "tokens_in": result.tokens_in,
+        "tokens_out": result.tokens_out,
+        "cost_usd": result.cost_usd,
+        # ... and what the answer's own LLM call cost when it was made.
+        "answer_tokens_in": result.answer_tokens_in,
+        "answer_tokens_out": result.answer_tokens_out,
+        "answer_cost_usd": result.answer_cost_usd,
     }
+
+
+def _total_document(job: Job) -> dict[str, Any]:
+    spend = total_spend(job.result_for(domain) for domain in job.domains)
+    return {"tokens_in": spend.tokens_in, "tokens_out": spend.tokens_out, "cost_usd": spend.cost_usd,
+            "cost_unknown_domains": spend.cost_unknown_domains}

@@ -107,6 +107,11 @@ class Answer:
     prompt_version: str | None = None
     quote: str | None = None  # the model's quote from the evidence, as written (cut to MAX_QUOTE_CHARS)
     quote_status: QuoteStatus | None = None  # None where no LLM answered (or answered before quotes)
+    # The LLM call this answer was read from, as billed: tokens as the provider reported them and
+    # their price in US dollars. None: not reported, price unknown, or stored before costs were.
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,9 +130,21 @@ class DomainResult:
     search_provider: str | None = None
     quote: str | None = None
     quote_status: QuoteStatus | None = None
+    # What this job spent on the domain: the LLM call it made, or 0 when it reused an answer (a
+    # known company, the cache, a call another job made). None: unknown, or not finished yet.
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    # The answer's own LLM call (a cached answer's original one); None where no LLM answered.
+    answer_tokens_in: int | None = None
+    answer_tokens_out: int | None = None
+    answer_cost_usd: float | None = None
 
     @classmethod
-    def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
+    def from_answer(cls, answer: Answer, source: Source, *, paid: bool | None = None) -> DomainResult:
+        """The result an answer gives a job. `paid`: this job made (and pays for) the answer's LLM
+        call; by default, when the source is the LLM."""
+        paid = source is Source.LLM if paid is None else paid
         return cls(
             domain=answer.domain,
             status=answer.status,
@@ -141,6 +158,12 @@ class DomainResult:
             search_provider=answer.search_provider,
             quote=answer.quote,
             quote_status=answer.quote_status,
+            tokens_in=answer.tokens_in if paid else 0,
+            tokens_out=answer.tokens_out if paid else 0,
+            cost_usd=answer.cost_usd if paid else 0.0,
+            answer_tokens_in=answer.tokens_in,
+            answer_tokens_out=answer.tokens_out,
+            answer_cost_usd=answer.cost_usd,
         )
 
 

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from firmsift.adapters.llm.endpoint import api_base_host
+from firmsift.adapters.llm.endpoint import api_base_host, is_local_api_base
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.database_file import describe_database
 from firmsift.entrypoints.settings import Settings
@@ -22,6 +22,7 @@ def effective_configuration(settings: Settings, command: str, host: str | None =
         "command": command,
         "model": settings.llm_model,
         "llm_api_base": api_base_host(settings.llm_api_base) if settings.llm_api_base else "the provider's default",
+        "llm_prices": llm_prices(settings),
         "search_provider": settings.search_provider,
         "database": describe_database(settings.database_url),
         "queue": (f"sqs {queue_address(settings.sqs_queue_url) if settings.sqs_queue_url else settings.queue_name}"
@@ -30,6 +31,17 @@ def effective_configuration(settings: Settings, command: str, host: str | None =
     if host is not None:
         fields["auth"] = auth_mode(settings.auth, host)
     return fields
+
+
+def llm_prices(settings: Settings) -> str:
+    """Where the model's token prices come from (make_worker_pricing's rule), so an operator
+    sees at start-up why costs will read as unknown."""
+    prices = settings.llm_prices
+    if prices is not None:
+        return f"configured: {prices[0]:g} USD in, {prices[1]:g} USD out per million tokens"
+    if is_local_api_base(settings.llm_api_base):
+        return "none for a local API base: costs unknown (set FIRMSIFT_LLM_INPUT/OUTPUT_COST_PER_MILLION)"
+    return "litellm's local price map (unknown for a model it lacks)"
 
 
 def queue_address(url: str) -> str:

@@ -35,6 +35,7 @@ from firmsift.entrypoints.lazy_adapters import (
     ensure_declared_queues,
     make_llm,
     make_pricing,
+    make_worker_pricing,
     make_searches,
     make_sqs_queue,
     make_sqs_replies,
@@ -152,6 +153,7 @@ class Container(containers.DeclarativeContainer):
     batch_replies = providers.Singleton(BatchReplies, batches, replies)
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings, http_clients)
+    pricing = providers.Singleton(make_worker_pricing, settings)  # the configured model's token prices
     searches = providers.Singleton(make_searches, settings, http_clients)  # one adapter per provider, in order
     intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
     readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)
@@ -182,7 +184,7 @@ class Container(containers.DeclarativeContainer):
     llm_retry_tally = providers.Object(None)
     worker_llm = providers.Singleton(MeteredLLM, providers.Singleton(
         RetryingLLM, providers.Singleton(RateLimitedLLM, llm, llm_budget), llm_retry_policy,
-        tally=llm_retry_tally), metrics)
+        tally=llm_retry_tally), metrics, pricing)
     worker_search = providers.Singleton(worker_search_chain, searches, search_retry_policy,
                                         settings.provided.search_requests_per_minute, metrics)
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)
@@ -190,7 +192,7 @@ class Container(containers.DeclarativeContainer):
     # A worker, built anew on each call: its own LLM slots, single flight and lease holder name,
     # over the process's store, queues, providers and metrics.
     job_dependencies = providers.Factory(
-        JobDependencies, jobs=store, answers=store, known=store, search=worker_search, llm=worker_llm,
+        JobDependencies, jobs=store, answers=store, known=store, search=worker_search, llm=worker_llm, pricing=pricing,
         catalog=catalog, llm_slots=providers.Factory(asyncio.Semaphore, settings.provided.llm_concurrency),
         domain_concurrency=settings.provided.domain_concurrency, on_result=metrics.provided.count_domain,
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
@@ -209,7 +211,7 @@ class Container(containers.DeclarativeContainer):
     )
 
     # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with
-    # a file) and model prices (call with per-model price overrides).
+    # a file) and model prices (call with per-model price overrides and the locally served models).
     eval_snapshots = providers.Factory(SnapshotFiles)
     eval_cache = providers.Factory(CompletionCacheFile)
     eval_pricing = providers.Factory(make_pricing)

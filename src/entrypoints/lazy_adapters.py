@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from firmsift.adapters.search.homepage import HomepageSearch
     from firmsift.adapters.search.searxng import SearxngSearch
     from firmsift.adapters.search.tavily import TavilySearch
-    from firmsift.ports.evaluation import Pricing
-    from firmsift.ports.providers import LLM, Search
+    from firmsift.ports.providers import LLM, Pricing, Search
     from firmsift.ports.queue import ReplyPublisher, WorkQueue
 
 
@@ -47,10 +46,21 @@ def make_llm(settings: Settings, clients: contextlib.AsyncExitStack) -> LLM:
     return llm
 
 
-def make_pricing(overrides: dict[str, tuple[float, float]]) -> Pricing:
+def make_pricing(overrides: dict[str, tuple[float, float]], unpriced: Collection[str] = ()) -> Pricing:
+    """Prices from litellm's local map, `overrides` (USD per million tokens) first; models in
+    `unpriced` (served locally) have none unless overridden."""
     from firmsift.adapters.llm.pricing import LitellmPricing  # imports litellm: only when prices are asked
 
-    return LitellmPricing(overrides)
+    return LitellmPricing(overrides, unpriced)
+
+
+def make_worker_pricing(settings: Settings) -> Pricing:
+    """The prices of the worker's model: the configured ones, else litellm's map, except that a
+    model on a local API base has no price unless configured (its cost is then unknown)."""
+    prices = settings.llm_prices
+    local = is_local_api_base(settings.llm_api_base)
+    return make_pricing({} if prices is None else {settings.llm_model: prices},
+                        [settings.llm_model] if local else [])
 
 
 def make_searches(settings: Settings, clients: contextlib.AsyncExitStack) -> tuple[Search, ...]:

@@ -8,7 +8,7 @@ from dependency_injector import providers
 from firmsift.adapters.memory.batches import InMemoryBatches
 from firmsift.adapters.memory.keys import InMemoryApiKeys
 from firmsift.adapters.memory.leases import InMemoryLeases
-from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.queue import InMemoryQueue, InMemoryReplyPublisher
 from firmsift.adapters.memory.readiness import InMemoryReadiness
 from firmsift.adapters.memory.store import InMemoryStore
@@ -20,8 +20,8 @@ from firmsift.services.submit import RecordThenPublish
 
 def in_memory_container(settings: Settings | None = None) -> Container:
     """The Container, with its adapters overridden by in-memory ones: store, batches, API keys, work and
-    dead-letter queue, replies, answer leases, readiness, and a scripted LLM and search (that
-    record their calls). Everything above them (the HTTP API of `container.api()`, the worker
+    dead-letter queue, replies, answer leases, readiness, a scripted LLM and search (that
+    record their calls) and fixed prices. Everything above them (the HTTP API of `container.api()`, the worker
     with its retries, rate budgets and metrics, the use-cases) is the production wiring.
 
     A test that varies one dependency overrides its provider before resolving anything, e.g.
@@ -47,6 +47,7 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         leases=providers.Singleton(InMemoryLeases),
         readiness=providers.Singleton(InMemoryReadiness, container.intake_outcomes),
         llm=providers.Singleton(ScriptedLLM),
+        pricing=providers.Singleton(FixedPricing, 1.0, 2.0),  # USD per million tokens in and out, any model
         searches=providers.List(providers.Singleton(StaticSearch)),  # a chain of one provider, `static`
     )
     return container

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     llm_response_format: Literal["auto", "json_schema", "json_object", "text"] = Field(
         "auto", description="structured output to ask for: auto (negotiate, falling back on refusal) or one format")
     llm_concurrency: int = Field(8, ge=1, le=1024)
+    llm_input_cost_per_million: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="USD per million prompt tokens (default: litellm's price map)")
+    llm_output_cost_per_million: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="USD per million completion tokens (default: litellm's price map)")
     answer_lease_seconds: float = Field(20.0, gt=0, description="LLM lease length, renewed while the call runs")
     llm_retry_attempts: int = Field(4, ge=1, le=10, description="tries per LLM call, the first included")
     llm_deadline: float = Field(120.0, gt=0, description="seconds one LLM call may take, retries and waits included")
@@ -127,6 +131,20 @@ class Settings(BaseSettings):
         if missing:
             raise ValueError(f"search_provider={self.search_provider} needs {' and '.join(missing)} to be set")
         return self
+
+    @model_validator(mode="after")
+    def _prices_come_in_pairs(self) -> Settings:
+        if (self.llm_input_cost_per_million is None) != (self.llm_output_cost_per_million is None):
+            raise ValueError("set both FIRMSIFT_LLM_INPUT_COST_PER_MILLION and FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION "
+                             "(USD per million tokens), or neither to use litellm's price map")
+        return self
+
+    @property
+    def llm_prices(self) -> tuple[float, float] | None:
+        """The configured (input, output) USD per million tokens of llm_model, or None."""
+        if self.llm_input_cost_per_million is None or self.llm_output_cost_per_million is None:
+            return None
+        return self.llm_input_cost_per_million, self.llm_output_cost_per_million
 
     @model_validator(mode="after")
     def _sqs_queue_is_fifo(self) -> Settings:

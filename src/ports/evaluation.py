@@ -1,4 +1,4 @@
-"""Evaluation ports: recorded search evidence, the LLM response cache and model prices."""
+"""Evaluation ports: recorded search evidence and the LLM response cache."""
 
 from __future__ import annotations
 
@@ -24,8 +24,3 @@ class CompletionCache(Protocol):
 
     def put(self, key: str, completion: CachedCompletion) -> None:
         """Durable once this returns, so an interrupted run resumes without paying twice."""
-
-
-class Pricing(Protocol):
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """US dollars for one call, or None when the model's price is unknown."""

@@ -24,8 +24,8 @@ from firmsift.services.asking import ask_llm
 _KEY_MARKER = "marker"
 
 if TYPE_CHECKING:
-    from firmsift.ports.evaluation import CompletionCache, EvidenceSnapshots, Pricing
-    from firmsift.ports.providers import LLM, Search
+    from firmsift.ports.evaluation import CompletionCache, EvidenceSnapshots
+    from firmsift.ports.providers import LLM, Pricing, Search
 
 
 class EvidenceSource(Protocol):
@@ -152,19 +152,16 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
     key = completion_key(candidate.spec, classifier, item.domain, gathered.evidence)
     llm = _TimedCachingLLM(candidate.llm, run.cache, key, run.clock)
     # No wait for a slot inside: the run's own semaphore already bounds the calls in flight.
-    answer, completion = await ask_llm(item.domain, classifier, list(gathered.evidence), llm,
+    answer, completion = await ask_llm(item.domain, classifier, list(gathered.evidence), llm, pricing=run.pricing,
                                        slots=asyncio.Semaphore(1), marker=run.new_marker(), now=utc_now)
     llm.keep()
     common: dict[str, Any] = {"search_seconds": gathered.seconds, "search_error": gathered.error,
                               "llm_seconds": llm.seconds, "error": answer.error}
     if completion is None:
         return Outcome(item.domain, item.label, OutcomeKind.FAILED, **common)
-    prompt_tokens, completion_tokens = completion.prompt_tokens, completion.completion_tokens
-    reported = prompt_tokens is not None and completion_tokens is not None
-    common |= {"prompt_tokens": prompt_tokens or 0, "completion_tokens": completion_tokens or 0,
-               "from_cache": llm.from_cache,
-               "cost_usd": run.pricing.cost(candidate.spec.model, prompt_tokens or 0, completion_tokens or 0)
-               if reported else None}
+    # Priced by ask_llm, as a worker's answers are (a cached completion: what it cost when paid).
+    common |= {"prompt_tokens": answer.tokens_in or 0, "completion_tokens": answer.tokens_out or 0,
+               "from_cache": llm.from_cache, "cost_usd": answer.cost_usd}
     if answer.status is not ResultStatus.DONE:
         return Outcome(item.domain, item.label, OutcomeKind.UNPARSEABLE, raw_output=answer.raw_output, **common)
     return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=answer.answer,

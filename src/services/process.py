@@ -35,7 +35,7 @@ from firmsift.services.asking import ask_llm
 
 if TYPE_CHECKING:
     from firmsift.ports.leases import AnswerLeases
-    from firmsift.ports.providers import LLM, Search
+    from firmsift.ports.providers import LLM, Pricing, Search
     from firmsift.ports.repository import AnswerStore, JobRepository, KnownCompanies
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ class JobDependencies:
     known: KnownCompanies
     search: Search
     llm: LLM
+    pricing: Pricing  # what the LLM's tokens cost, recorded with each answer
     catalog: Mapping[str, Classifier]
     llm_slots: asyncio.Semaphore  # worker-wide cap on concurrent LLM calls
     domain_concurrency: int = 10
@@ -124,9 +125,13 @@ async def _save(job_id: str, result: DomainResult, answer: Answer | None, deps: 
     except UnstorableText as error:
         log.error("result could not be stored; its domain fails", extra={"job_id": job_id, "domain": result.domain,
                                                                           "error": str(error)})
+        # The call was made (and paid for) all the same: its figures stay with the result.
         result = DomainResult(domain=result.domain, status=ResultStatus.FAILED,
                               source=Source.LLM if result.source is Source.CACHE else result.source,
-                              error=f"the answer could not be stored: {error}")
+                              error=f"the answer could not be stored: {error}",
+                              tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost_usd=result.cost_usd,
+                              answer_tokens_in=result.answer_tokens_in, answer_tokens_out=result.answer_tokens_out,
+                              answer_cost_usd=result.answer_cost_usd)
         recorded = await deps.jobs.save_result(job_id, result, None)
     if not recorded:
         log.warning("job already finished (dead-lettered, or by another delivery): its results stay as "
@@ -151,20 +156,22 @@ async def _answer_domain(
             confidence=5,
             reason=known_company_reason(company),
             source=Source.KNOWN_COMPANY,
+            tokens_in=0, tokens_out=0, cost_usd=0.0,  # no LLM call: nothing spent, and no answer's call to show
         ), None
     if cached is not None and is_fresh(cached, deps.now(), classifier.prompt_version):
-        return DomainResult.from_answer(cached, Source.CACHE), None
+        return DomainResult.from_answer(cached, Source.CACHE, paid=False), None
     # Two jobs needing the same uncached domain at once share one LLM call: within this worker
     # by single flight, across workers by a lease in the database.
     (answer, asked), leader = await deps.inflight.run(
         (classifier.name, domain), lambda: _ask_once(domain, classifier, deps)
     )
     if leader and asked:
-        return DomainResult.from_answer(answer, Source.LLM), answer
+        return DomainResult.from_answer(answer, Source.LLM, paid=True), answer
     # Shared with another job: a stored answer is reused from the cache, but a shared call that
-    # failed is that LLM call's failure (FAILED answers are never cached answers).
+    # failed is that LLM call's failure (FAILED answers are never cached answers). Either way
+    # the job that made the call pays for it: this one spent nothing.
     shared = Source.CACHE if answer.status is ResultStatus.DONE else Source.LLM
-    return DomainResult.from_answer(answer, shared), None
+    return DomainResult.from_answer(answer, shared, paid=False), None
 
 
 async def _ask_once(domain: str, classifier: Classifier, deps: JobDependencies) -> tuple[Answer, bool]:
@@ -226,6 +233,6 @@ async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies) -
     except Exception as error:  # noqa: BLE001 - any search failure: carry on without evidence
         log.warning("search failed, asking without evidence", extra={"domain": domain, "error": str(error)})
         evidence, searched = [], after_failed_search(error)
-    answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, slots=deps.llm_slots,
+    answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, pricing=deps.pricing, slots=deps.llm_slots,
                               marker=deps.new_marker(), now=deps.now)
     return replace(answer, evidence_status=searched, search_provider=evidence_provider(evidence))

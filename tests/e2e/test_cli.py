@@ -117,6 +117,10 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
             "FIRMSIFT_LLM_MODEL": "openai/fake-model",
             "FIRMSIFT_LLM_API_BASE": f"http://127.0.0.1:{llm_port}/v1",
+            # A local server has no price unless given one: with these, each fake answer (10 tokens
+            # in, 10 out) costs 10 * 1.5e-6 + 10 * 2.5e-6 = 0.00004 USD.
+            "FIRMSIFT_LLM_INPUT_COST_PER_MILLION": "1.5",
+            "FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION": "2.5",
             "FIRMSIFT_SEARCH_PROVIDER": "searxng",
             "FIRMSIFT_SEARXNG_URL": f"http://127.0.0.1:{search_port}",
             "FIRMSIFT_MAX_DOMAINS_PER_JOB": "3",
@@ -135,7 +139,9 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         for line in ('line 4: took thekrogerco.com from "thekrogerco.com kroger.com" (not used: kroger.com)',
                      'line 6: rejected "": blank cell', 'line 7: rejected "Official website": no host name',
                      'line 10: rejected "info@acme-snacks.com": holds an email address',
-                     "line 9: failed broken-answer.com: ", "10 rows: 6 answered, 1 failed, 3 rejected"):
+                     "line 9: failed broken-answer.com: ",
+                     # six domains asked once each (Kimberly-Clark's second row reuses the first answer)
+                     "10 rows: 6 answered, 1 failed, 3 rejected; LLM cost 0.00024 USD\n"):
             assert line in result.stderr
         assert not (tmp_path / "out.csv.part").exists()
         raw = out.read_bytes()
@@ -143,8 +149,9 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         header, *rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""), delimiter=";"))
         source_rows = list(csv.reader(io.StringIO(MESSY_EXPORT, newline=""), delimiter=";"))
         assert header == [*source_rows[0], "classified_domain", "status", "answer", "confidence", "reason", "source",
-                          "evidence", "evidence_status", "search_provider", "quote", "quote_status", "error",
-                          "job_id"]
+                          "evidence", "evidence_status", "search_provider", "quote", "quote_status", "tokens_in",
+                          "tokens_out", "cost_usd", "answer_tokens_in", "answer_tokens_out", "answer_cost_usd",
+                          "error", "job_id"]
         assert [r[:3] for r in rows] == source_rows[1:]  # every row, every input cell, in input order
         answers = [(r[0], r[3], r[4], r[5]) for r in rows]
         assert answers == [
@@ -154,8 +161,13 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             ("Broken", "broken-answer.com", "FAILED", ""), ("Mail", "", "REJECTED", ""),
             ("Acme", "acme-snacks.com", "DONE", "true"), ("Kimberly again", "kimberly-clark.com", "DONE", "true")]
         assert {r[11] for r in rows if r[4] == "DONE"} == {"searxng"}  # whose evidence each answer used
-        assert rows[6][14] and f"line 9: failed broken-answer.com: {rows[6][14]}" in result.stderr
-        assert len({r[15] for r in rows if r[15]}) == 2  # 6 unique domains in jobs of <= 3
+        assert rows[6][20] and f"line 9: failed broken-answer.com: {rows[6][20]}" in result.stderr
+        assert len({r[21] for r in rows if r[21]}) == 2  # 6 unique domains in jobs of <= 3
+        # Each LLM call, the unreadable answer's too, was billed; written fixed-point. A rejected row costs nothing
+        # and says nothing (empty cells).
+        assert {(r[4], *r[14:20]) for r in rows} == {
+            ("DONE", "10", "10", "0.00004", "10", "10", "0.00004"), ("FAILED", "10", "10", "0.00004", "10", "10", "0.00004"),
+            ("REJECTED", "", "", "", "", "", "")}
         # The fake model quotes the fake search's snippet: every answer's quote verifies.
         assert {(r[4], r[13]) for r in rows} == {("DONE", "verified"), ("FAILED", ""), ("REJECTED", "")}
         assert all(r[12] for r in rows if r[4] == "DONE")
@@ -165,7 +177,10 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         [answer] = json.loads(as_json.stdout)
         assert answer["source"] == "cache" and answer["answer"] is True and answer["input"] == {"domain": "acme-snacks.com"}
         assert answer["search_provider"] == "searxng"  # kept with the cached answer
-        assert "1 rows: 1 answered, 0 failed, 0 rejected" in as_json.stderr
+        # Reused: this job spent nothing; the answer's own call cost what it cost then.
+        assert (answer["tokens_in"], answer["cost_usd"], answer["answer_tokens_in"], answer["answer_cost_usd"]) == (
+            0, 0, 10, 0.00004)
+        assert "1 rows: 1 answered, 0 failed, 0 rejected; LLM cost 0 USD\n" in as_json.stderr
         # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so -15 is a clean exit here.
         assert serve.stop() in (0, -15)
         assert "Application shutdown complete" in serve.log()

@@ -34,11 +34,23 @@ def test_the_fallback_format_is_shown_with_latency_tokens_and_the_parsed_answer(
     assert lines["response format"].strip() == "json_object with schema (after json_schema was refused)"
     assert lines["latency"].strip().endswith(" s")
     assert lines["tokens"].strip() == "10 in, 10 out"
+    # A local server's model has no price unless one is configured: unknown, never 0.
+    assert lines["cost"].strip() == "unknown (no price for this model: set FIRMSIFT_LLM_INPUT_COST_PER_MILLION and _OUTPUT_)"
     # The model said 4; asked without evidence, it has no quote to verify, so 2 at most, as a worker keeps it.
     assert lines["answer"].strip() == "acme-snacks.com: yes, confidence 2: fake answer for acme-snacks.com"
     assert lines["quote"].strip() == "no_evidence (no evidence is sent, so no quote can verify)"
     assert [r.format_kind for r in server.requests] == ["json_schema", "json_object+schema"]
     assert result.stderr.count("refused a response format") == 1  # the switch, logged once
+
+
+def test_a_configured_price_gives_the_calls_cost(tmp_path: Path) -> None:
+    with FakeLLMServer() as base_url:
+        env = {"FIRMSIFT_LLM_MODEL": "openai/smollm2-135m", "FIRMSIFT_LLM_API_BASE": base_url,
+               "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+               "FIRMSIFT_LLM_INPUT_COST_PER_MILLION": "0.5", "FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION": "1.5"}
+        result = llm_check(env)
+    assert result.returncode == 0, result.stderr
+    assert "cost:            0.00002 USD\n" in result.stdout  # 10 tokens at 0.5 and 10 at 1.5 per million
 
 
 def test_missing_credentials_name_the_variables_and_make_no_request(tmp_path: Path) -> None:

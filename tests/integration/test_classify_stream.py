@@ -58,6 +58,8 @@ def test_every_row_comes_back_in_input_order_with_its_columns_and_answer() -> No
     # kimberly-clark.com was asked once although two rows hold it.
     assert sum(domains.count("kimberly-clark.com") for domains in api.submitted) == 1
     tally = classifier.tally
+    # and is paid for once: four answered domains at 0.001 USD, failco.com's cost unknown.
+    assert (round(tally.cost_usd, 9), tally.cost_unknown) == (0.004, 1)
     assert (tally.answered, tally.failed, tally.rejected) == (5, 1, 3)
 
 
@@ -158,7 +160,7 @@ def test_a_complete_run_exits_0_and_one_with_rejected_rows_exits_3(tmp_path, cap
         assert run_classify(_arguments(source, output, api.base_url)) == 3
     err = capsys.readouterr().err
     assert 'line 3: rejected "": blank cell' in err and "line 4: failed failco.com: the provider failed" in err
-    assert "3 rows: 1 answered, 1 failed, 1 rejected" in err
+    assert "3 rows: 1 answered, 1 failed, 1 rejected; LLM cost 0.001 USD + 1 domain of unknown cost\n" in err
     assert not (tmp_path / "out.csv.part").exists() and len(output.read_text().splitlines()) == 4
 
 

@@ -80,6 +80,16 @@ def test_a_sqlite_database_by_its_absolute_path_and_a_queue_by_its_address(tmp_p
     assert "auth" not in entry  # a worker serves no API
 
 
+def test_it_says_where_the_models_prices_come_from() -> None:
+    def prices(**given: object) -> str:
+        return logged_configuration(Settings(**given), "worker", None)[1]["llm_prices"]
+
+    assert prices() == "litellm's local price map (unknown for a model it lacks)"
+    assert prices(llm_api_base="http://127.0.0.1:8080/v1").startswith("none for a local API base: costs unknown")
+    assert prices(llm_api_base="http://127.0.0.1:8080/v1", llm_input_cost_per_million=0,
+                  llm_output_cost_per_million=0.25) == "configured: 0 USD in, 0.25 USD out per million tokens"
+
+
 @pytest.mark.parametrize(("url", "host"), [
     ("http://127.0.0.1:8080/v1", "127.0.0.1:8080"), ("https://api.example.com/v1", "api.example.com"),
     ("http://[::1]:11434", "[::1]:11434"), ("http://a:b@h.example:9/x?k=v#f", "h.example:9"),

@@ -97,7 +97,8 @@ def _result(domain: str) -> dict[str, Any]:
     yes = "bank" not in domain
     return {"domain": domain, "status": "DONE", "answer": yes, "confidence": 4,
             "reason": "Sells packaged goods." if yes else "A bank.", "source": "llm",
-            "evidence": [{"url": f"https://{domain}/", "title": domain}], "error": None}
+            "evidence": [{"url": f"https://{domain}/", "title": domain}], "error": None,
+            "cost_usd": 0.001}  # what the job spent on it; a failed domain's is unknown (null, as pending)
 
 
 def _pending(domain: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from firmsift.adapters.files.classifiers import load_catalog
-from firmsift.adapters.memory.providers import ScriptedLLM
+from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM
 from firmsift.domain.model import Evidence, QuoteStatus, ResultStatus
 from firmsift.domain.prompt import MAX_EVIDENCE_CHARS
 from firmsift.domain.quotes import MAX_QUOTE_CHARS
@@ -18,9 +18,9 @@ from firmsift.services.asking import ask_llm
 PAGE = Evidence("https://acme.com/", "Acme", "Acme makes crunchy peanut butter, sold in grocery stores.")
 
 
-async def ask(llm: ScriptedLLM, evidence: list[Evidence] | None = None):
-    return await ask_llm("acme.com", load_catalog()["cpg"], evidence or [], llm, slots=asyncio.Semaphore(1),
-                         marker="M", now=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+async def ask(llm: ScriptedLLM, evidence: list[Evidence] | None = None, pricing: FixedPricing = FixedPricing(1.0, 2.0)):
+    return await ask_llm("acme.com", load_catalog()["cpg"], evidence or [], llm, pricing=pricing,
+                         slots=asyncio.Semaphore(1), marker="M", now=lambda: datetime(2026, 1, 1, tzinfo=UTC))
 
 
 def reply(confidence: int, quote: str | None) -> str:

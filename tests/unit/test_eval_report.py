@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from firmsift.adapters.files.classifiers import load_catalog
-from firmsift.adapters.memory.evaluation import FixedPricing, InMemorySnapshots
-from firmsift.adapters.memory.providers import ScriptedLLM
+from firmsift.adapters.memory.evaluation import InMemorySnapshots
+from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM
 from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.model import Evidence, QuoteStatus
 from firmsift.entrypoints.eval import figures as fig

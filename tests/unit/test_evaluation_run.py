@@ -6,8 +6,8 @@ import itertools
 import pytest
 
 from firmsift.adapters.files.classifiers import load_catalog
-from firmsift.adapters.memory.evaluation import FixedPricing, InMemoryCompletionCache, InMemorySnapshots
-from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.evaluation import InMemoryCompletionCache, InMemorySnapshots
+from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, OutcomeKind
 from firmsift.domain.model import Evidence, KnownCompany, QuoteStatus

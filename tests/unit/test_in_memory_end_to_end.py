@@ -55,3 +55,32 @@ def test_a_job_posted_over_http_is_answered_read_back_and_replied_to() -> None:
     assert reply.queue == "team" and json.loads(reply.body) == shown
     assert llm.calls_about("snacks.example.com") == llm.calls_about("crm.example.org") == 1
     assert sorted(homepage.queries) == sorted(searxng.queries) == ["crm.example.org", "snacks.example.com"]
+
+
+def test_get_shows_what_each_domain_cost_this_job_and_the_jobs_total() -> None:
+    container = in_memory_container(Settings(wait_time=0.2))  # prices: 1 USD per million tokens in, 2 out
+    container.llm.override(ScriptedLLM(YES, tokens=(1000, 100)))
+    app = container.api(background=lambda: running_worker(container))
+
+    def finished(client: TestClient, domains: list[str]) -> dict[str, object]:
+        location = client.post("/domains/classify", json={"domains": domains}).headers["location"]
+        for _ in range(500):
+            shown = client.get(location).json()
+            if shown["status"] not in ("PENDING", "RUNNING"):
+                return shown
+            time.sleep(0.01)
+        raise AssertionError("the job did not finish")
+
+    with TestClient(app) as client:
+        first = finished(client, ["a.example.com"])
+        second = finished(client, ["a.example.com", "b.example.com"])  # a.example.com now from the cache
+        schemas = client.get("/openapi.json").json()["components"]["schemas"]
+
+    cost = (1000 * 1.0 + 100 * 2.0) / 1_000_000
+    assert [(r["source"], r["tokens_in"], r["tokens_out"], r["cost_usd"], r["answer_cost_usd"])
+            for r in second["results"]] == [("cache", 0, 0, 0.0, cost), ("llm", 1000, 100, cost, cost)]
+    assert first["total"] == second["total"] == {"tokens_in": 1000, "tokens_out": 100, "cost_usd": cost,
+                                                 "cost_unknown_domains": 0}
+    assert set(second) == set(schemas["Job"]["required"]) == set(schemas["Job"]["properties"]) - {"error"}
+    assert set(second["total"]) == set(schemas["Job"]["properties"]["total"]["required"])
+    assert all(set(r) == set(schemas["Result"]["required"]) for r in second["results"])

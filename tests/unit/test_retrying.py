@@ -293,3 +293,37 @@ async def test_the_final_error_keeps_the_cause() -> None:
     with pytest.raises(ProviderError) as caught:
         await ask(retrying(llm, fake, attempts=2))
     assert caught.value.cause is FailureCause.TIMEOUT
+
+
+def billed(prompt_tokens: int | None, completion_tokens: int | None, *, retryable: bool) -> ProviderError:
+    """A failed attempt whose answer came back and was billed (or, with None, reported no tokens)."""
+    return ProviderError("fake: cut off", retryable=retryable, prompt_tokens=prompt_tokens,
+                         completion_tokens=completion_tokens)
+
+
+@pytest.mark.anyio
+async def test_the_tokens_of_every_billed_attempt_are_added_to_the_answer() -> None:
+    llm, fake = ScriptedLLM(ANSWER, tokens=(100, 20)), FakeTime()
+    llm.enqueue(billed(30, 5, retryable=True), busy(), billed(7, None, retryable=True))
+
+    completion = await retrying(llm, fake).complete("system", "Domain: acme.com\n", json_schema=SCHEMA)
+    assert (completion.text, completion.prompt_tokens, completion.completion_tokens) == (ANSWER, 137, 25)
+
+
+@pytest.mark.anyio
+async def test_a_call_that_gives_up_carries_the_tokens_of_every_billed_attempt() -> None:
+    llm, fake = ScriptedLLM(ANSWER), FakeTime()
+    llm.enqueue(billed(30, 5, retryable=True), busy(), billed(40, 6, retryable=False))
+
+    with pytest.raises(ProviderError, match=r"after 3 attempts") as caught:
+        await ask(retrying(llm, fake))
+    assert (caught.value.prompt_tokens, caught.value.completion_tokens) == (70, 11)
+
+
+@pytest.mark.anyio
+async def test_attempts_that_reported_no_tokens_leave_the_answer_as_the_provider_reported_it() -> None:
+    for tokens, expected in (((100, 20), (100, 20)), (None, (None, None))):
+        llm, fake = ScriptedLLM(ANSWER, tokens=tokens), FakeTime()
+        llm.enqueue(busy(), busy())
+        completion = await retrying(llm, fake).complete("system", "Domain: acme.com\n", json_schema=SCHEMA)
+        assert (completion.prompt_tokens, completion.completion_tokens) == expected

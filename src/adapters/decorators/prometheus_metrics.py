@@ -10,7 +10,8 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from firmsift.domain.model import DomainResult, Evidence, Job
-from firmsift.ports.providers import LLM, Completion, Search
+from firmsift.domain.errors import ProviderError
+from firmsift.ports.providers import LLM, Completion, Pricing, Search
 from firmsift.ports.queue import QueueMessage, WorkQueue
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -29,6 +30,14 @@ class Metrics:
         self.domains = Counter("firmsift_domains", "Domains answered, by path taken and outcome",
                                ["source", "status"], registry=r)
         self.llm_calls = Counter("firmsift_llm_calls", "LLM calls, by outcome", ["outcome"], registry=r)
+        self.llm_tokens = Counter("firmsift_llm_tokens", "LLM tokens billed as the provider reported them, by "
+                                  "configured model and direction (in: prompt, out: completion)",
+                                  ["model", "direction"], registry=r)
+        self.llm_cost = Counter("firmsift_llm_cost_usd", "US dollars of the LLM calls whose price is known, "
+                                "by configured model", ["model"], registry=r)
+        self.llm_cost_unknown = Counter("firmsift_llm_calls_cost_unknown", "LLM calls answered or billed whose "
+                                        "cost is unknown (tokens not reported, or no price for the model)",
+                                        ["model"], registry=r)
         self.llm_seconds = Histogram("firmsift_llm_call_seconds", "LLM call latency", buckets=_LATENCY_BUCKETS,
                                      registry=r)
         self.search_calls = Counter("firmsift_search_calls", "Search calls, by provider and outcome",
@@ -68,16 +77,37 @@ def _observed(calls: Counter, seconds: Histogram, **labels: str) -> Iterator[Non
 
 
 class MeteredLLM:
-    """An LLM that counts and times every call of the one it wraps."""
+    """An LLM that counts and times every call of the one it wraps, and counts the tokens each
+    call was billed (an answer, or a failure that reports them) and their cost by `pricing`."""
 
-    def __init__(self, llm: LLM, metrics: Metrics) -> None:
+    def __init__(self, llm: LLM, metrics: Metrics, pricing: Pricing) -> None:
         self.inner = llm
         self.model = llm.model
         self.metrics = metrics
+        self.pricing = pricing
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
-        with _observed(self.metrics.llm_calls, self.metrics.llm_seconds):
-            return await self.inner.complete(system, user, json_schema=json_schema)
+        try:
+            with _observed(self.metrics.llm_calls, self.metrics.llm_seconds):
+                completion = await self.inner.complete(system, user, json_schema=json_schema)
+        except ProviderError as error:
+            if error.prompt_tokens is not None or error.completion_tokens is not None:
+                self._count(error.prompt_tokens, error.completion_tokens)
+            raise
+        self._count(completion.prompt_tokens, completion.completion_tokens)
+        return completion
+
+    def _count(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+        tokens = self.metrics.llm_tokens
+        if prompt_tokens is not None:
+            tokens.labels(model=self.model, direction="in").inc(prompt_tokens)
+        if completion_tokens is not None:
+            tokens.labels(model=self.model, direction="out").inc(completion_tokens)
+        cost = self.pricing.cost(self.model, prompt_tokens, completion_tokens)
+        if cost is None:
+            self.metrics.llm_cost_unknown.labels(model=self.model).inc()
+        else:
+            self.metrics.llm_cost.labels(model=self.model).inc(cost)
 
 
 class MeteredSearch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import time
@@ -14,6 +15,7 @@ from typing import Any, Literal, TypeVar
 from firmsift.domain.clock import Sleep
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import Evidence
+from firmsift.domain.spend import add_tokens
 from firmsift.ports.providers import LLM, Completion, Search
 
 log = logging.getLogger(__name__)
@@ -168,7 +170,12 @@ class Retrier:
 
 class RetryingLLM:
     """An LLM whose transient failures (rate limits, timeouts, 5xx, lost connections) are tried
-    again under a RetryPolicy. Each attempt keeps the wrapped adapter's own timeout."""
+    again under a RetryPolicy. Each attempt keeps the wrapped adapter's own timeout.
+
+    The tokens of every attempt the provider reports billing (a failed attempt's, carried by
+    its ProviderError) are added to what the call returns or finally raises, so the answer's
+    cost covers all of them. An attempt that failed without a response reports none.
+    """
 
     def __init__(
         self,
@@ -185,9 +192,28 @@ class RetryingLLM:
         self.retrier = Retrier(policy, sleep=sleep, random=random, clock=clock, tally=tally)
 
     async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
-        return await self.retrier.run(
-            self.model, lambda: self.inner.complete(system, user, json_schema=json_schema)
-        )
+        billed: list[ProviderError] = []  # failed attempts, with the tokens each was billed
+
+        async def attempt() -> Completion:
+            try:
+                return await self.inner.complete(system, user, json_schema=json_schema)
+            except ProviderError as error:
+                billed.append(error)
+                raise
+
+        try:
+            completion = await self.retrier.run(self.model, attempt)
+        except ProviderError as error:
+            # The final error is the last attempt's (or says so): it carries every attempt's tokens.
+            error.prompt_tokens = _billed(billed, "prompt_tokens", None)
+            error.completion_tokens = _billed(billed, "completion_tokens", None)
+            raise
+        if not billed:
+            return completion
+        return dataclasses.replace(
+            completion,
+            prompt_tokens=_billed(billed, "prompt_tokens", completion.prompt_tokens),
+            completion_tokens=_billed(billed, "completion_tokens", completion.completion_tokens))
 
 
 class RetryingSearch:
@@ -212,7 +238,16 @@ class RetryingSearch:
 
 def _final(error: ProviderError, note: str) -> ProviderError:
     return ProviderError(f"{error} ({note})", retryable=error.retryable, retry_after=error.retry_after,
-                         cause=error.cause)
+                         cause=error.cause, prompt_tokens=error.prompt_tokens,
+                         completion_tokens=error.completion_tokens)
+
+
+def _billed(failed: list[ProviderError], field: str, last: int | None) -> int | None:
+    """The `field` tokens of the failed attempts added to `last` (the final attempt's)."""
+    total = last
+    for error in failed:
+        total = add_tokens(total, getattr(error, field))
+    return total
 
 
 def _cause_of(error: ProviderError) -> str:

@@ -172,9 +172,12 @@ class LiteLLM:
 
     def _completion(self, response: Any) -> Completion:
         where = self._where()
+        # An answer that came back is billed even when it cannot be used: its errors say what for.
+        billed = _usage(getattr(response, "usage", None))
         choices = getattr(response, "choices", None) or []
         if not choices:
-            raise ProviderError(f"{where}: the provider returned no choices", cause=FailureCause.UNREADABLE_RESPONSE)
+            raise ProviderError(f"{where}: the provider returned no choices", cause=FailureCause.UNREADABLE_RESPONSE,
+                                **billed)
         choice = choices[0]
         message = getattr(choice, "message", None)
         content = getattr(message, "content", None)
@@ -182,22 +185,20 @@ class LiteLLM:
         refusal = getattr(message, "refusal", None)
         if refusal:
             raise ProviderError(f"{where}: the model refused to answer: {excerpt(self._scrub(str(refusal)), 300)}",
-                                cause=FailureCause.MODEL_REFUSED)
+                                cause=FailureCause.MODEL_REFUSED, **billed)
         if finish_reason == "content_filter":
             raise ProviderError(f"{where}: the provider's content filter withheld the answer",
-                                cause=FailureCause.CONTENT_FILTER)
+                                cause=FailureCause.CONTENT_FILTER, **billed)
         if finish_reason == "length":
             start = f"; it began: {excerpt(content, 120)}" if isinstance(content, str) and content.strip() else ""
             raise ProviderError(f"{where}: the answer was cut off at max_tokens={self.max_tokens} "
                                 f"(finish_reason=length; raise FIRMSIFT_LLM_MAX_TOKENS){start}",
-                                cause=FailureCause.CUT_OFF)
+                                cause=FailureCause.CUT_OFF, **billed)
         if not isinstance(content, str) or not content.strip():
-            raise ProviderError(f"{where}: the provider returned an empty answer", cause=FailureCause.UNREADABLE_RESPONSE)
+            raise ProviderError(f"{where}: the provider returned an empty answer",
+                                cause=FailureCause.UNREADABLE_RESPONSE, **billed)
         model = getattr(response, "model", None) or self.model
-        usage = getattr(response, "usage", None)
-        return Completion(text=content, model=model, finish_reason=finish_reason,
-                          prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
-                          completion_tokens=_count(getattr(usage, "completion_tokens", None)))
+        return Completion(text=content, model=model, finish_reason=finish_reason, **billed)
 
     def _where(self) -> str:
         return f"{self.model} at {self.host}" if self.host else self.model
@@ -206,6 +207,16 @@ class LiteLLM:
         if self._api_key:
             text = text.replace(self._api_key, "[redacted]")
         return text
+
+
+def _usage(usage: object) -> dict[str, int | None]:
+    """The tokens the provider reported. litellm puts a usage of zeros in a response whose
+    provider sent none; every prompt firmsift sends has tokens, so 0 prompt tokens means "not
+    reported", never "free"."""
+    prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
+    if not prompt_tokens:
+        return {"prompt_tokens": None, "completion_tokens": None}
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": _count(getattr(usage, "completion_tokens", None))}
 
 
 def _count(value: object) -> int | None:

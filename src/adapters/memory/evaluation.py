@@ -26,14 +26,3 @@ class InMemoryCompletionCache:
     def put(self, key: str, completion: CachedCompletion) -> None:
         self.entries[key] = completion
 
-
-class FixedPricing:
-    """Prices in USD per million tokens, the same for every model; None for models in `unknown`."""
-
-    def __init__(self, per_input: float, per_output: float, unknown: frozenset[str] = frozenset()) -> None:
-        self.per_input, self.per_output, self.unknown = per_input, per_output, unknown
-
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        if model in self.unknown:
-            return None
-        return (prompt_tokens * self.per_input + completion_tokens * self.per_output) / 1_000_000

@@ -1,4 +1,4 @@
-"""In-memory LLM and search doubles that record calls and replay queued answers."""
+"""In-memory LLM and search doubles that record calls and replay queued answers, and fixed prices."""
 
 from __future__ import annotations
 
@@ -98,3 +98,15 @@ class StaticSearch:
             return list(self.evidence)
         return [Evidence(url=f"https://{domain}/about", title=f"About {domain}",
                          snippet=f"{domain} {STATIC_EVIDENCE_PASSAGE}.")]
+
+
+class FixedPricing:
+    """Prices in USD per million tokens, the same for every model; None for models in `unknown`."""
+
+    def __init__(self, per_input: float, per_output: float, unknown: frozenset[str] = frozenset()) -> None:
+        self.per_input, self.per_output, self.unknown = per_input, per_output, unknown
+
+    def cost(self, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+        if model in self.unknown or prompt_tokens is None or completion_tokens is None:
+            return None
+        return (prompt_tokens * self.per_input + completion_tokens * self.per_output) / 1_000_000

@@ -138,6 +138,24 @@ def _m005_quotes(_dialect: str) -> list[str]:
     ]
 
 
+def _m007_answer_cost(_dialect: str) -> list[str]:
+    # What an answer's LLM call was billed: tokens as the provider reported them and their price
+    # in USD. On job_domains, what the job spent on the domain (0 when it reused an answer) and
+    # the answer's own figures. NULL: unknown, and in rows stored before costs were recorded.
+    # Only columns of this migration's own are named, so it applies whatever migration 6 adds.
+    return [
+        "ALTER TABLE answers ADD COLUMN tokens_in INTEGER",
+        "ALTER TABLE answers ADD COLUMN tokens_out INTEGER",
+        "ALTER TABLE answers ADD COLUMN cost_usd DOUBLE PRECISION",
+        "ALTER TABLE job_domains ADD COLUMN tokens_in INTEGER",
+        "ALTER TABLE job_domains ADD COLUMN tokens_out INTEGER",
+        "ALTER TABLE job_domains ADD COLUMN cost_usd DOUBLE PRECISION",
+        "ALTER TABLE job_domains ADD COLUMN answer_tokens_in INTEGER",
+        "ALTER TABLE job_domains ADD COLUMN answer_tokens_out INTEGER",
+        "ALTER TABLE job_domains ADD COLUMN answer_cost_usd DOUBLE PRECISION",
+    ]
+
+
 def _m008_batches(_dialect: str) -> list[str]:
     # Batches (POST /batches): each input row with the caller's original values (a JSON list of
     # cells, or the JSON item), its domain and job, or why it was rejected; and which jobs a batch
@@ -181,6 +199,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "evidence_status", _m003_evidence_status),
     Migration(4, "search_provider", _m004_search_provider),
     Migration(5, "quotes", _m005_quotes),
+    Migration(7, "answer_cost", _m007_answer_cost),
     Migration(8, "batches", _m008_batches),
 )
 

@@ -37,17 +37,18 @@ T = TypeVar("T")
 UPSERT_ANSWER = text("""
     INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
                          error, raw_output, model, prompt_version, answered_at, evidence_status,
-                         search_provider, quote, quote_status)
+                         search_provider, quote, quote_status, tokens_in, tokens_out, cost_usd)
     VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
             :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status,
-            :search_provider, :quote, :quote_status)
+            :search_provider, :quote, :quote_status, :tokens_in, :tokens_out, :cost_usd)
     ON CONFLICT (domain, classifier) DO UPDATE SET
         status = excluded.status, source = excluded.source, answer = excluded.answer,
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
         error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
         prompt_version = excluded.prompt_version, answered_at = excluded.answered_at,
         evidence_status = excluded.evidence_status, search_provider = excluded.search_provider,
-        quote = excluded.quote, quote_status = excluded.quote_status
+        quote = excluded.quote, quote_status = excluded.quote_status, tokens_in = excluded.tokens_in,
+        tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd
 """)
 
 # Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
@@ -140,6 +141,9 @@ class SqlStore:
                         evidence_status=result.evidence_status, search_provider=result.search_provider,
                         quote=result.quote,
                         quote_status=_status_value(result.quote_status),
+                        tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost_usd=result.cost_usd,
+                        answer_tokens_in=result.answer_tokens_in, answer_tokens_out=result.answer_tokens_out,
+                        answer_cost_usd=result.answer_cost_usd,
                     )
                 )
             if answer is not None:
@@ -264,6 +268,9 @@ def _domain_result(row: Any) -> DomainResult:
         evidence=_evidence(row["evidence"]), error=row["error"], evidence_status=row["evidence_status"],
         search_provider=row["search_provider"],
         quote=row["quote"], quote_status=_quote_status(row["quote_status"]),
+        tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
+        answer_tokens_in=row["answer_tokens_in"], answer_tokens_out=row["answer_tokens_out"],
+        answer_cost_usd=row["answer_cost_usd"],
     )
 
 
@@ -275,6 +282,7 @@ def _answer(row: Any) -> Answer:
         error=row["error"], raw_output=row["raw_output"], model=row["model"], prompt_version=row["prompt_version"],
         evidence_status=row["evidence_status"], search_provider=row["search_provider"],
         quote=row["quote"], quote_status=_quote_status(row["quote_status"]),
+        tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
     )
 
 
@@ -287,4 +295,5 @@ def _answer_params(answer: Answer) -> dict[str, Any]:
         "answered_at": answer.answered_at.timestamp(), "evidence_status": answer.evidence_status,
         "search_provider": answer.search_provider,
         "quote": answer.quote, "quote_status": _status_value(answer.quote_status),
+        "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out, "cost_usd": answer.cost_usd,
     }

@@ -40,6 +40,12 @@ job_domains = Table(
     Column("search_provider", Text),
     Column("quote", Text),
     Column("quote_status", Text),
+    Column("tokens_in", Integer),
+    Column("tokens_out", Integer),
+    Column("cost_usd", Float),
+    Column("answer_tokens_in", Integer),
+    Column("answer_tokens_out", Integer),
+    Column("answer_cost_usd", Float),
 )
 
 answers = Table(
@@ -62,6 +68,9 @@ answers = Table(
     Column("search_provider", Text),
     Column("quote", Text),
     Column("quote_status", Text),
+    Column("tokens_in", Integer),
+    Column("tokens_out", Integer),
+    Column("cost_usd", Float),
 )
 
 known_companies = Table(

@@ -22,15 +22,25 @@ class RowWriter(Protocol):
 
 @dataclass
 class Tally:
-    """Rows written so far, by outcome."""
+    """Rows written so far, by outcome; and what the jobs spent on the LLM, each domain's answer
+    counted once however many rows repeat it (the API's per-result `cost_usd`)."""
 
     answered: int = 0
     failed: int = 0
     rejected: int = 0
+    cost_usd: float = 0.0
+    cost_unknown: int = 0  # finished domains whose cost the API does not know
 
     @property
     def rows(self) -> int:
         return self.answered + self.failed + self.rejected
+
+    def spend(self, result: dict[str, Any]) -> None:
+        cost = result.get("cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.cost_usd += cost
+        else:
+            self.cost_unknown += 1
 
     def count(self, row: Row) -> None:
         if row.status == "DONE":
@@ -131,7 +141,9 @@ class OrderedClassifier:
         rows = self._waiting.pop(str(domain), None)
         if not rows:
             return False
-        if result.get("status") not in TERMINAL:  # the job ended without it (dead-lettered)
+        if result.get("status") in TERMINAL:
+            self.tally.spend(result)
+        else:  # the job ended without it (dead-lettered): no result, so no spend recorded
             result = dict(result, status="FAILED",
                           error=f"the job ended {document.get('status')} before this domain was answered"
                                 + (f": {document['error']}" if document.get("error") else ""))

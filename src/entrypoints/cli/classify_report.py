@@ -34,12 +34,19 @@ class ProgressLine:
     def finish(self, tally: Tally) -> None:
         if self.tty and self._shown:
             self.stream.write("\r\033[K")
-        self.stream.write(f"{_counts(tally)}\n")
+        self.stream.write(f"{_counts(tally)}; {_spend(tally)}\n")
         self.stream.flush()
 
 
 def _counts(tally: Tally) -> str:
     return f"{tally.rows} rows: {tally.answered} answered, {tally.failed} failed, {tally.rejected} rejected"
+
+
+def _spend(tally: Tally) -> str:
+    """What the run's jobs spent on the LLM: "LLM cost 0.0123 USD", "+ 2 domains of unknown cost"."""
+    usd = format(tally.cost_usd, ".12f").rstrip("0").rstrip(".")
+    unknown = tally.cost_unknown
+    return f"LLM cost {usd} USD" + (f" + {unknown} domain{'s' if unknown != 1 else ''} of unknown cost" if unknown else "")
 
 
 class RowReporter:

@@ -14,8 +14,11 @@ from firmsift.domain.spreadsheet_cells import inert_cell
 
 REJECTED = "REJECTED"
 # `classified_domain` says what was taken from the cell (normalized); the rest is the API's answer.
+# The cost columns are the API's: what the job spent on the domain, then the answer's own call.
 ANSWER_COLUMNS = ("classified_domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                  "evidence_status", "search_provider", "quote", "quote_status", "error", "job_id")
+                  "evidence_status", "search_provider", "quote", "quote_status", "tokens_in", "tokens_out",
+                  "cost_usd", "answer_tokens_in", "answer_tokens_out", "answer_cost_usd", "error", "job_id")
+_COST_COLUMNS = ANSWER_COLUMNS[ANSWER_COLUMNS.index("tokens_in"):ANSWER_COLUMNS.index("error")]
 CLASH_PREFIX = "firmsift_"
 
 
@@ -93,6 +96,7 @@ def answer_fields(row: Row) -> dict[str, Any]:
         "search_provider": result.get("search_provider"),
         "quote": result.get("quote"),
         "quote_status": result.get("quote_status"),
+        **{name: result.get(name) for name in _COST_COLUMNS},
         "error": row.error if row.domain is None else result.get("error"),
         "job_id": row.job_id,
     }
@@ -103,6 +107,8 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):  # a cost: fixed-point (0.000015, not 1.5e-05), exact to 1e-12 USD
+        return format(value, ".12f").rstrip("0").rstrip(".")
     return inert_cell(str(value))
 
 

@@ -21,7 +21,7 @@ from firmsift.services.asking import ask_llm
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Answer, Classifier, Completion
-    from firmsift.ports.providers import LLM
+    from firmsift.ports.providers import LLM, Pricing
 
 EXIT_OK, EXIT_FAILURE = 0, 1
 DEFAULT_DOMAIN = "unilever.com"
@@ -58,7 +58,8 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
     print(f"API base:        {where}", file=out)
     asked_first = llm.mode
     started = time.monotonic()
-    answer, completion = asyncio.run(_ask(llm, catalog[args.classifier], args.domain, container.http_clients()))
+    answer, completion = asyncio.run(_ask(llm, container.pricing(), catalog[args.classifier], args.domain,
+                                          container.http_clients()))
     elapsed = time.monotonic() - started
     if completion is not None:
         fell_back = f" (after {asked_first.label} was refused)" if llm.mode != asked_first else ""
@@ -66,6 +67,7 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
     print(f"latency:         {elapsed:.2f} s", file=out)
     if completion is not None:
         print(f"tokens:          {_tokens(completion)}", file=out)
+        print(f"cost:            {_cost(answer)}", file=out)
     if answer.status is not ResultStatus.DONE:
         print(f"firmsift llm check: FAILED: {answer.error}", file=err)
         return EXIT_FAILURE
@@ -76,10 +78,10 @@ def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
     return EXIT_OK
 
 
-async def _ask(llm: LLM, classifier: Classifier, domain: str,
+async def _ask(llm: LLM, pricing: Pricing, classifier: Classifier, domain: str,
                clients: contextlib.AsyncExitStack) -> tuple[Answer, Completion | None]:
     async with clients:  # the LLM's HTTP client, closed on the loop that used it
-        return await ask_llm(domain, classifier, [], llm, slots=asyncio.Semaphore(1),
+        return await ask_llm(domain, classifier, [], llm, pricing=pricing, slots=asyncio.Semaphore(1),
                              marker=secrets.token_hex(8), now=lambda: datetime.now(UTC))
 
 
@@ -88,3 +90,11 @@ def _tokens(completion: Completion) -> str:
         return "not reported by the provider"
     return f"{completion.prompt_tokens if completion.prompt_tokens is not None else '?'} in, " \
            f"{completion.completion_tokens if completion.completion_tokens is not None else '?'} out"
+
+
+def _cost(answer: Answer) -> str:
+    if answer.cost_usd is not None:
+        return f"{format(answer.cost_usd, '.12f').rstrip('0').rstrip('.')} USD"
+    if answer.tokens_in is None or answer.tokens_out is None:
+        return "unknown (the provider reported no tokens)"
+    return "unknown (no price for this model: set FIRMSIFT_LLM_INPUT_COST_PER_MILLION and _OUTPUT_)"

@@ -32,7 +32,6 @@ from firmsift.entrypoints.eval.report import summary_table, write_reports
 from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
-from firmsift.ports.evaluation import Pricing
 from firmsift.services.evaluation_run import (
     Candidate,
     CandidateSpec,
@@ -72,8 +71,9 @@ def run_eval(args: argparse.Namespace) -> int:
               for c, d in zip(candidates, declarations, strict=True)
               if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
     # A local server costs nothing per token: no price from litellm's map unless the candidate gave one.
-    local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base) and c.spec.model not in prices}
-    run = Evaluation(labels, candidates, _UnpricedModels(base.eval_pricing(prices), local), cache=cache, known=_known(args, labels, base),
+    local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base)}
+    run = Evaluation(labels, candidates, base.eval_pricing(prices, local), cache=cache,
+                     known=_known(args, labels, base),
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
     try:
@@ -101,17 +101,6 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"LLM retries for {name}: {tally.summary()}", file=sys.stderr)
     print("reports: " + ", ".join(str(path) for path in written), file=sys.stderr)
     return 0
-
-
-class _UnpricedModels:
-    """Pricing that knows no price for `models` (served locally), and defers to `inner` for the rest."""
-
-    def __init__(self, inner: Pricing, models: set[str]) -> None:
-        self.inner = inner
-        self.models = models
-
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        return None if model in self.models else self.inner.cost(model, prompt_tokens, completion_tokens)
 
 
 def _first(group: BaseExceptionGroup[OSError]) -> OSError:

@@ -12,6 +12,7 @@ from firmsift.domain.quotes import MAX_QUOTE_CHARS
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
 from firmsift.entrypoints.http.errors import MAX_DETAILS
 from firmsift.entrypoints.http.openapi_batches import batch_paths, batch_schemas
+from firmsift.entrypoints.http.openapi_costs import JOB_TOTAL, RESULT_COST_FIELDS, RESULT_COST_PROPERTIES
 from firmsift.services.submit import max_entries
 
 JSON = "application/json"
@@ -76,7 +77,8 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
         "Result": {
             "type": "object", "additionalProperties": False,
             "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                         "evidence_status", "search_provider", "quote", "quote_status", "error"],
+                         "evidence_status", "search_provider", "quote", "quote_status", "error",
+                         *RESULT_COST_FIELDS],
             "properties": {
                 "domain": {"type": "string"}, "status": {"enum": RESULT_STATUSES},
                 "answer": {"type": ["boolean", "null"]},
@@ -101,14 +103,15 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                     "keep the confidence at 2 at most and the answer cached 30 days at most; null where no "
                     "LLM answered (known company, pending, failed) or for answers stored before quotes")},
                 "error": nullable_string,
+                **RESULT_COST_PROPERTIES,
             },
         },
         "Job": {
-            "type": "object", "required": ["job_id", "classifier", "status", "created_at", "results"],
+            "type": "object", "required": ["job_id", "classifier", "status", "created_at", "results", "total"],
             "additionalProperties": False,
             "properties": {"job_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
                            "status": {"enum": STATUSES}, "created_at": {"type": "string", "format": "date-time"},
-                           "results": {"type": "array", "items": _ref("Result")},
+                           "results": {"type": "array", "items": _ref("Result")}, "total": JOB_TOTAL,
                            "error": {"type": "string", "description": "why the whole job failed"}},
         },
     }

@@ -46,5 +46,8 @@ def _result_document(result: DomainResult) -> dict[str, Any]:
         "search_provider": result.search_provider,
         "quote": result.quote,
         "quote_status": result.quote_status.value if result.quote_status else None,
+        "site_status": result.site_status,
+        "redirected_to": result.redirected_to,
+        "redirected_answer": result.redirected_answer,
         "error": result.error,
     }

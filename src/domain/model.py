@@ -34,6 +34,7 @@ class Source(str, enum.Enum):
 
     KNOWN_COMPANY = "known_company"
     CACHE = "cache"
+    PRECHECK = "precheck"  # the pre-check found no company to ask about (no DNS, unreachable, parked)
     LLM = "llm"
 
 
@@ -107,6 +108,9 @@ class Answer:
     prompt_version: str | None = None
     quote: str | None = None  # the model's quote from the evidence, as written (cut to MAX_QUOTE_CHARS)
     quote_status: QuoteStatus | None = None  # None where no LLM answered (or answered before quotes)
+    site_status: str | None = None  # the pre-check's SiteStatus value; None where no pre-check ran
+    redirected_to: str | None = None  # where a `redirected` domain leads (its registrable domain)
+    redirected_answer: bool | None = None  # the target's fresh answer when it had one, else None
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,9 @@ class DomainResult:
     search_provider: str | None = None
     quote: str | None = None
     quote_status: QuoteStatus | None = None
+    site_status: str | None = None
+    redirected_to: str | None = None
+    redirected_answer: bool | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source) -> DomainResult:
@@ -141,6 +148,9 @@ class DomainResult:
             search_provider=answer.search_provider,
             quote=answer.quote,
             quote_status=answer.quote_status,
+            site_status=answer.site_status,
+            redirected_to=answer.redirected_to,
+            redirected_answer=answer.redirected_answer,
         )
 
 

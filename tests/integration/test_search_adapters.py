@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmsift.adapters.search import homepage as homepage_search
+from firmsift.adapters.search import homepage_fetch as homepage_search
 from firmsift.adapters.web import redirect_targets
 from firmsift.adapters.search.brave import BraveSearch
 from firmsift.adapters.search.homepage import HomepageSearch, registrable_domain

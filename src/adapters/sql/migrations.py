@@ -138,12 +138,24 @@ def _m005_quotes(_dialect: str) -> list[str]:
     ]
 
 
+def _m006_site_status(_dialect: str) -> list[str]:
+    # The pre-check's domain status (live / no_dns / unreachable / parked / blocked / redirected),
+    # where a redirect leads, and the target's answer when it had a fresh one; NULL where no
+    # pre-check ran, and in rows stored before it.
+    return [
+        f"ALTER TABLE {table} ADD COLUMN {column}"
+        for table in ("answers", "job_domains")
+        for column in ("site_status TEXT", "redirected_to TEXT", "redirected_answer BOOLEAN")
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m001_initial),
     Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
     Migration(3, "evidence_status", _m003_evidence_status),
     Migration(4, "search_provider", _m004_search_provider),
     Migration(5, "quotes", _m005_quotes),
+    Migration(6, "site_status", _m006_site_status),
 )
 
 CREATE_MIGRATIONS_TABLE = (

@@ -40,6 +40,9 @@ job_domains = Table(
     Column("search_provider", Text),
     Column("quote", Text),
     Column("quote_status", Text),
+    Column("site_status", Text),
+    Column("redirected_to", Text),
+    Column("redirected_answer", Boolean),
 )
 
 answers = Table(
@@ -62,6 +65,9 @@ answers = Table(
     Column("search_provider", Text),
     Column("quote", Text),
     Column("quote_status", Text),
+    Column("site_status", Text),
+    Column("redirected_to", Text),
+    Column("redirected_answer", Boolean),
 )
 
 known_companies = Table(

@@ -14,7 +14,7 @@ from firmsift.domain.normalize import DomainRejected
 REJECTED = "REJECTED"
 # `classified_domain` says what was taken from the cell (normalized); the rest is the API's answer.
 ANSWER_COLUMNS = ("classified_domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                  "evidence_status", "search_provider", "quote", "quote_status", "error", "job_id")
+                  "evidence_status", "search_provider", "quote", "quote_status", "site_status", "redirected_to", "redirected_answer", "error", "job_id")
 CLASH_PREFIX = "firmsift_"
 
 
@@ -92,6 +92,9 @@ def answer_fields(row: Row) -> dict[str, Any]:
         "search_provider": result.get("search_provider"),
         "quote": result.get("quote"),
         "quote_status": result.get("quote_status"),
+        "site_status": result.get("site_status"),
+        "redirected_to": result.get("redirected_to"),
+        "redirected_answer": result.get("redirected_answer"),
         "error": row.error if row.domain is None else result.get("error"),
         "job_id": row.job_id,
     }

@@ -63,12 +63,13 @@ class Precheck:
     reuse_redirect_answer: bool = False
 
     async def look(self, domain: str) -> SiteVerdict:
-        """The domain's status: DNS for the name and www., then (unless DNS settled it) the homepage."""
+        """The domain's status: DNS for the name and www., then (unless DNS settled it, or gave no
+        address to connect to) the homepage."""
         dns, www_dns = await asyncio.gather(self.resolver.look_up(domain), self.resolver.look_up(f"www.{domain}"))
         facts = SiteFacts(domain=domain, dns=dns, www_dns=www_dns)
         verdict = site_status(facts, self.signatures)
-        if verdict.status in _DNS_VERDICTS:
-            return verdict
+        if verdict.status in _DNS_VERDICTS or not (dns.addresses or www_dns.addresses):
+            return verdict  # settled by DNS, or nothing to connect to (the DNS failed: unreachable)
         looked = await self.homepage.look(domain)
         return site_status(replace(facts, http=looked.http, registrable_domain=looked.registrable_domain),
                            self.signatures)

@@ -17,7 +17,7 @@ import tldextract
 
 from firmsift.adapters.web.address_policy import Resolver, first_refused, resolve_addresses
 from firmsift.adapters.web.bounded_body import BodyLimits, UnreadableBody, read_body
-from firmsift.adapters.web.redirect_targets import DEFAULT_PORTS, host_of, next_url
+from firmsift.adapters.web.redirect_targets import DEFAULT_PORTS, host_of, is_ip, next_url
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.site_facts import HttpFacts, HttpFailure
 
@@ -217,7 +217,11 @@ def _extractor() -> tldextract.TLDExtract:
 
 
 def registrable_domain(host: str) -> str:
-    """The part of `host` a registrant controls (shop.example.co.uk -> example.co.uk); the host
-    itself when it has no public suffix (an IP address, an unknown top-level domain)."""
+    """The part of `host` a registrant controls (shop.example.co.uk -> example.co.uk). Under a
+    top-level domain the list does not know (.example, .test, an intranet's), the last two labels
+    (www.acme.test -> acme.test); an IP address is itself."""
     host = host.lower().rstrip(".")
-    return _extractor()(host).top_domain_under_public_suffix or host
+    found = _extractor()(host).top_domain_under_public_suffix
+    if found or is_ip(host):
+        return found or host
+    return ".".join(host.split(".")[-2:])

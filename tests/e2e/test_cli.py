@@ -143,8 +143,8 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         header, *rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""), delimiter=";"))
         source_rows = list(csv.reader(io.StringIO(MESSY_EXPORT, newline=""), delimiter=";"))
         assert header == [*source_rows[0], "classified_domain", "status", "answer", "confidence", "reason", "source",
-                          "evidence", "evidence_status", "search_provider", "quote", "quote_status", "error",
-                          "job_id"]
+                          "evidence", "evidence_status", "search_provider", "quote", "quote_status", "site_status",
+                          "redirected_to", "redirected_answer", "error", "job_id"]
         assert [r[:3] for r in rows] == source_rows[1:]  # every row, every input cell, in input order
         answers = [(r[0], r[3], r[4], r[5]) for r in rows]
         assert answers == [

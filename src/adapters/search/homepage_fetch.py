@@ -10,7 +10,7 @@ import codecs
 import functools
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 import tldextract
@@ -150,8 +150,8 @@ class PageFetcher:
         try:
             body = await read_body(response, BodyLimits(self._max_bytes), cut=True)
         except UnreadableBody as exc:
-            return Fetched(**{**fetched.__dict__, "unreadable": str(exc)})
-        return Fetched(**{**fetched.__dict__, "html": body.decode(_charset(response), errors="replace")})
+            return replace(fetched, unreadable=str(exc))
+        return replace(fetched, html=body.decode(_charset(response), errors="replace"))
 
     async def _checked_address(self, host: str, port: int) -> tuple[str, int]:
         """The address and port to connect to, after refusing private ones (unless allowed)."""

@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import statistics
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from firmsift.adapters.dns.dnspython_resolver import DnspythonResolver
@@ -28,8 +30,8 @@ from firmsift.adapters.files.site_signatures import load_signatures
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.search.homepage import HomepageSearch
-from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.clock import utc_now
+from firmsift.domain.model import Job, JobStatus
 from firmsift.services.precheck import Precheck
 from firmsift.services.process import JobDependencies, process_job
 from firmsift.services.search_chain import SearchChain
@@ -45,9 +47,12 @@ WALLS = ["blocked_cloudflare_managed_challenge", "blocked_akamai_access_denied",
 LIVE_FIXTURES = ["live_article_about_bots", "live_contact_form_with_captchas", "live_for_sale_in_normal_text",
                  "live_mentions_cloudflare_and_challenge_platform", "live_protected_by_datadome_perimeterx_imperva"]
 ADDRESS = "203.0.113.10"
+# A worker's defaults: FIRMSIFT_WORKER_JOBS jobs at once, FIRMSIFT_DOMAIN_CONCURRENCY domains of
+# each, FIRMSIFT_LLM_CONCURRENCY LLM calls; and FIRMSIFT_DNS_TIMEOUT's resolver limits.
 JOB_SIZE = 10
-CONCURRENT_JOBS = 20
-LLM_SLOTS = 16
+CONCURRENT_JOBS = 4
+LLM_SLOTS = 8
+DNS_LIMITS = {"timeout": 2.0, "lifetime": 4.0, "total_timeout": 6.0}
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,10 @@ async def one_pass(world: World, dns_port: int, pinned: dict[str, tuple[str, int
                    llm_latency: float, live_sample: int) -> Run:
     catalog = load_catalog()
     signatures = load_signatures()
-    homepage = HomepageSearch(allow_private_addresses=True, pinned=pinned, signatures=signatures, timeout=2.0,
-                              total_timeout=5.0)
-    resolver = DnspythonResolver(nameservers=["127.0.0.1"], port=dns_port, timeout=1.0, lifetime=2.0,
-                                 total_timeout=3.0)
+    # The settings' defaults: FIRMSIFT_SEARCH_TIMEOUT per request, FIRMSIFT_SEARCH_DEADLINE in all.
+    homepage = HomepageSearch(allow_private_addresses=True, pinned=pinned, signatures=signatures, timeout=10.0,
+                              total_timeout=30.0)
+    resolver = DnspythonResolver(nameservers=["127.0.0.1"], port=dns_port, **DNS_LIMITS)
     store, llm = InMemoryStore(), ScriptedLLM(delay=llm_latency)
 
     def dependencies() -> JobDependencies:
@@ -158,15 +163,34 @@ async def one_pass(world: World, dns_port: int, pinned: dict[str, tuple[str, int
     return Run(precheck, seconds, calls, len(names), by_status, timings)
 
 
+def serve(count: int, conn: Connection) -> None:
+    """The list's DNS server and sites, in a process of their own (so the worker's event loop and
+    the servers do not share one interpreter), until told to stop."""
+    world = generate(count)
+    with LoopbackDns(world.zone) as dns, SiteServer(dict(world.pages)) as sites:
+        conn.send((dns.port, sites.port))
+        conn.recv()
+
+
 async def measure(count: int, llm_latency: float, live_sample: int) -> list[Run]:
     world = generate(count)
-    with LoopbackDns(world.zone) as dns, SiteServer(dict(world.pages)) as sites, refusing_port() as closed:
-        pinned = {**sites.pinned(), **{domain: ("127.0.0.1", closed) for domain in world.unreachable}}
-        runs = []
-        for precheck in (True, False):
-            print(f"pre-check {'on' if precheck else 'off'}...", file=sys.stderr, flush=True)
-            runs.append(await one_pass(world, dns.port, pinned, precheck=precheck, llm_latency=llm_latency,
-                                       live_sample=live_sample))
+    context = multiprocessing.get_context("fork")
+    ours, theirs = context.Pipe()
+    servers = context.Process(target=serve, args=(count, theirs), daemon=True)
+    servers.start()
+    try:
+        dns_port, site_port = ours.recv()
+        with refusing_port() as closed:
+            pinned = {**{host: ("127.0.0.1", site_port) for host in world.pages},
+                      **{domain: ("127.0.0.1", closed) for domain in world.unreachable}}
+            runs = []
+            for precheck in (True, False):
+                print(f"pre-check {'on' if precheck else 'off'}...", file=sys.stderr, flush=True)
+                runs.append(await one_pass(world, dns_port, pinned, precheck=precheck, llm_latency=llm_latency,
+                                           live_sample=live_sample))
+    finally:
+        ours.send("stop")
+        servers.join(10)
     return runs
 
 

@@ -154,8 +154,9 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             ("Broken", "broken-answer.com", "FAILED", ""), ("Mail", "", "REJECTED", ""),
             ("Acme", "acme-snacks.com", "DONE", "true"), ("Kimberly again", "kimberly-clark.com", "DONE", "true")]
         assert {r[11] for r in rows if r[4] == "DONE"} == {"searxng"}  # whose evidence each answer used
-        assert rows[6][14] and f"line 9: failed broken-answer.com: {rows[6][14]}" in result.stderr
-        assert len({r[15] for r in rows if r[15]}) == 2  # 6 unique domains in jobs of <= 3
+        assert rows[6][17] and f"line 9: failed broken-answer.com: {rows[6][17]}" in result.stderr
+        assert len({r[18] for r in rows if r[18]}) == 2  # 6 unique domains in jobs of <= 3
+        assert {r[14] for r in rows} == {""}  # the pre-check is off here (tests/support/processes.py)
         # The fake model quotes the fake search's snippet: every answer's quote verifies.
         assert {(r[4], r[13]) for r in rows} == {("DONE", "verified"), ("FAILED", ""), ("REJECTED", "")}
         assert all(r[12] for r in rows if r[4] == "DONE")

@@ -67,6 +67,7 @@ class JobDependencies:
     precheck: Precheck | None = None  # a cheap look at the domain before the LLM (None: off)
 
     def is_fresh(self, answer: Answer, classifier: Classifier) -> bool:
+        """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age."""
         if self.precheck is None:
             return is_fresh(answer, self.now(), classifier.prompt_version)
         return is_fresh(answer, self.now(), classifier.prompt_version, precheck_max_age=self.precheck.max_age)

@@ -166,3 +166,9 @@ async def test_a_walls_page_is_never_evidence_and_the_chain_asks_the_next_provid
     chain = SearchChain([homepage, StaticSearch(name="searxng")])
     evidence = await chain.gather(domain)
     assert evidence and {item.provider for item in evidence} == {"searxng"}
+
+
+async def test_with_no_look_before_the_provider_still_refuses_a_walls_page(homepage: HomepageSearch) -> None:
+    # The pre-check off: the homepage provider fetches for itself, and still never cites a wall.
+    with pytest.raises(ProviderError, match="behind a Cloudflare challenge; its page is not evidence"):
+        await homepage.gather("acme-snacks.com")

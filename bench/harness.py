@@ -27,6 +27,9 @@ COMMON_SETTINGS = {
     "FIRMSIFT_LLM_MODEL": "openai/fake-model",
     "FIRMSIFT_SEARCH_PROVIDER": "searxng",
     "FIRMSIFT_SHUTDOWN_GRACE_SECONDS": "2",
+    # The benchmarks' domains are made up (and the sandbox's DNS answers NXDOMAIN for all):
+    # bench/precheck.py measures the pre-check, on its own DNS server and local sites.
+    "FIRMSIFT_PRECHECK": "false",
 }
 
 

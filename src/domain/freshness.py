@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from firmsift.domain.model import Answer, QuoteStatus, ResultStatus
+from firmsift.domain.model import Answer, QuoteStatus, ResultStatus, Source
 
 CONFIDENT_MAX_AGE = timedelta(days=60)  # confidence 4-5: confident answers save money
 UNSURE_MAX_AGE = timedelta(days=30)  # confidence 2-3: uncertain ones get checked sooner
 # An answer whose quote was not found in its evidence (or that gave none) rests on nothing we
 # could check: never longer than an unsure one, whatever its confidence says.
 UNVERIFIED_MAX_AGE = UNSURE_MAX_AGE
+# A pre-check outcome (no DNS, unreachable, parked) may change sooner than a company's trade:
+# it is looked at again after a week by default (FIRMSIFT_PRECHECK_TTL_DAYS).
+PRECHECK_MAX_AGE = timedelta(days=7)
 
 
 def max_age(confidence: int | None, quote_status: QuoteStatus | None = None) -> timedelta | None:
@@ -27,10 +30,14 @@ def max_age(confidence: int | None, quote_status: QuoteStatus | None = None) -> 
     return limit
 
 
-def is_fresh(answer: Answer, now: datetime, prompt_version: str | None = None) -> bool:
+def is_fresh(answer: Answer, now: datetime, prompt_version: str | None = None, *,
+             precheck_max_age: timedelta = PRECHECK_MAX_AGE) -> bool:
     """True when `answer` may be reused instead of asking again. FAILED answers never are, nor
     answers given under another prompt version than `prompt_version` (when one is given): a
-    changed prompt is a new question."""
+    changed prompt is a new question. A pre-check outcome (no answer, no prompt) is reused for
+    `precheck_max_age`."""
+    if answer.source is Source.PRECHECK:
+        return answer.status is ResultStatus.DONE and now - answer.answered_at < precheck_max_age
     if answer.status is not ResultStatus.DONE or answer.answer is None:
         return False
     if prompt_version is not None and answer.prompt_version != prompt_version:

@@ -49,6 +49,9 @@ def result_document(result: DomainResult) -> dict[str, Any]:
         "search_provider": result.search_provider,
         "quote": result.quote,
         "quote_status": result.quote_status.value if result.quote_status else None,
+        "site_status": result.site_status,
+        "redirected_to": result.redirected_to,
+        "redirected_answer": result.redirected_answer,
         "error": result.error,
         # What this job spent on the domain (0 for an answer it reused) ...
         "tokens_in": result.tokens_in,

@@ -34,6 +34,7 @@ class Source(str, enum.Enum):
 
     KNOWN_COMPANY = "known_company"
     CACHE = "cache"
+    PRECHECK = "precheck"  # the pre-check found no company to ask about (no DNS, unreachable, parked)
     LLM = "llm"
 
 
@@ -112,6 +113,9 @@ class Answer:
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    site_status: str | None = None  # the pre-check's SiteStatus value; None where no pre-check ran
+    redirected_to: str | None = None  # where a `redirected` domain leads (its registrable domain)
+    redirected_answer: bool | None = None  # the target's fresh answer when it had one, else None
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,9 @@ class DomainResult:
     answer_tokens_in: int | None = None
     answer_tokens_out: int | None = None
     answer_cost_usd: float | None = None
+    site_status: str | None = None
+    redirected_to: str | None = None
+    redirected_answer: bool | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source, *, paid: bool | None = None) -> DomainResult:
@@ -164,6 +171,9 @@ class DomainResult:
             answer_tokens_in=answer.tokens_in,
             answer_tokens_out=answer.tokens_out,
             answer_cost_usd=answer.cost_usd,
+            site_status=answer.site_status,
+            redirected_to=answer.redirected_to,
+            redirected_answer=answer.redirected_answer,
         )
 
 

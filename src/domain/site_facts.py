@@ -151,3 +151,12 @@ def _reference(name: str) -> str | None:
     if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF:
         return chr(code)
     return "\ufffd"
+
+
+@dataclass(frozen=True)
+class HomepageLook:
+    """One bounded look at a domain's homepage: its response (or failure), and the domain's own
+    registrable domain (to tell a redirect to another site from one within the site)."""
+
+    http: HttpFacts
+    registrable_domain: str

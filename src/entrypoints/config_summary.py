@@ -24,6 +24,9 @@ def effective_configuration(settings: Settings, command: str, host: str | None =
         "llm_api_base": api_base_host(settings.llm_api_base) if settings.llm_api_base else "the provider's default",
         "llm_prices": llm_prices(settings),
         "search_provider": settings.search_provider,
+        "precheck": (f"on (DNS {', '.join(settings.dns_server_list) or 'system'}"
+                     f"{f':{settings.dns_port}' if settings.dns_server_list else ''}, outcomes kept "
+                     f"{settings.precheck_ttl_days:g} days)" if settings.precheck else "off"),
         "database": describe_database(settings.database_url),
         "queue": (f"sqs {queue_address(settings.sqs_queue_url) if settings.sqs_queue_url else settings.queue_name}"
                   if settings.queue_backend == "sqs" else f"db {settings.queue_name}"),

@@ -10,6 +10,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
@@ -17,6 +18,7 @@ from dependency_injector import containers, providers
 from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.files.completion_cache import CompletionCacheFile
 from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
+from firmsift.adapters.files.site_signatures import load_signatures
 from firmsift.adapters.decorators.prometheus_metrics import MeteredLLM, MeteredQueue, MeteredSearch, Metrics
 from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
 from firmsift.adapters.readiness import IntakeOutcomes, Readiness
@@ -33,8 +35,10 @@ from firmsift.adapters.sql.store import SqlStore
 from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.lazy_adapters import (
     ensure_declared_queues,
+    make_homepage,
     make_llm,
     make_pricing,
+    make_resolver,
     make_worker_pricing,
     make_searches,
     make_sqs_queue,
@@ -45,13 +49,17 @@ from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
 from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.batches import BatchReplies
+from firmsift.services.precheck import Precheck
 from firmsift.services.process import JobDependencies
 from firmsift.services.search_chain import SearchChain
 from firmsift.services.submit import RecordThenPublish
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Job
+    from firmsift.domain.site_signatures import Signatures
+    from firmsift.ports.homepage_look import HomepageLooker
     from firmsift.ports.providers import Search
+    from firmsift.ports.resolver import Resolver
 
 
 def lease_holder_name() -> str:
@@ -68,6 +76,16 @@ def worker_search_chain(searches: Sequence[Search], policy: RetryPolicy, request
         MeteredSearch(RetryingSearch(RateLimitedSearch(search, RateBudget(requests_per_minute)), policy), metrics)
         for search in searches
     ])
+
+
+def worker_precheck(settings: Settings, resolver: Callable[[], Resolver], homepage: Callable[[], HomepageLooker],
+                    signatures: Signatures) -> Precheck | None:
+    """The pre-check a worker runs before the LLM, or None when FIRMSIFT_PRECHECK is off (then
+    neither the resolver nor the homepage reader is built for it)."""
+    if not settings.precheck:
+        return None
+    return Precheck(resolver(), homepage(), signatures, max_age=timedelta(days=settings.precheck_ttl_days),
+                    reuse_redirect_answer=settings.precheck_reuse_redirect_answer)
 
 
 def dead_letter_counter(metrics: Metrics) -> Callable[[Job], None]:
@@ -154,7 +172,13 @@ class Container(containers.DeclarativeContainer):
     catalog = providers.Singleton(load_catalog, settings.provided.classifiers_dir)
     llm = providers.Singleton(make_llm, settings, http_clients)
     pricing = providers.Singleton(make_worker_pricing, settings)  # the configured model's token prices
-    searches = providers.Singleton(make_searches, settings, http_clients)  # one adapter per provider, in order
+    # The pre-check's signatures (parking services, bot walls), DNS resolver and homepage reader;
+    # the homepage reader is also the `homepage` search provider, so a page looked at is not
+    # fetched again for evidence.
+    signatures = providers.Singleton(load_signatures, settings.provided.signatures_dir)
+    resolver = providers.Singleton(make_resolver, settings)
+    homepage = providers.Singleton(make_homepage, settings, http_clients, signatures)
+    searches = providers.Singleton(make_searches, settings, http_clients, homepage.provider)  # in order
     intake_outcomes = providers.Singleton(IntakeOutcomes)  # the API's latest intake result, for /readyz
     readiness = providers.Singleton(Readiness, engine, work_queue, intake_outcomes)
     leases = providers.Singleton(SqlLeases, engine)
@@ -197,6 +221,7 @@ class Container(containers.DeclarativeContainer):
         domain_concurrency=settings.provided.domain_concurrency, on_result=metrics.provided.count_domain,
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
         lease_holder=providers.Callable(lease_holder_name),
+        precheck=providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures),
     )
     worker_config = providers.Factory(
         WorkerConfig, wait_time=settings.provided.wait_time, visibility_timeout=settings.provided.visibility_timeout,

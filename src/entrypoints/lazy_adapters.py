@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from firmsift.adapters.search.homepage import HomepageSearch
     from firmsift.adapters.search.searxng import SearxngSearch
     from firmsift.adapters.search.tavily import TavilySearch
+    from firmsift.domain.site_signatures import Signatures
     from firmsift.ports.providers import LLM, Pricing, Search
     from firmsift.ports.queue import ReplyPublisher, WorkQueue
+    from firmsift.ports.resolver import Resolver
 
 
 LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
@@ -63,24 +65,50 @@ def make_worker_pricing(settings: Settings) -> Pricing:
                         [settings.llm_model] if local else [])
 
 
-def make_searches(settings: Settings, clients: contextlib.AsyncExitStack) -> tuple[Search, ...]:
-    """The configured search providers, in the order they are asked. Their HTTP clients are opened
-    on first use, on the event loop that uses them, and closed when `clients` closes (see
+def make_searches(settings: Settings, clients: contextlib.AsyncExitStack,
+                  homepage: Callable[[], Search]) -> tuple[Search, ...]:
+    """The configured search providers, in the order they are asked (`homepage` gives the
+    process's homepage reader, shared with the pre-check). Their HTTP clients are opened on first
+    use, on the event loop that uses them, and closed when `clients` closes (see
     Container.http_clients)."""
     searches = []
     for provider in settings.search_providers:
+        if provider == "homepage":
+            searches.append(homepage())
+            continue
         search = _search_adapter(settings, provider)
         clients.push_async_callback(search.aclose)
         searches.append(search)
     return tuple(searches)
 
 
-def _search_adapter(settings: Settings, provider: str) -> HomepageSearch | SearxngSearch | TavilySearch | BraveSearch:
+def make_homepage(settings: Settings, clients: contextlib.AsyncExitStack, signatures: Signatures) -> HomepageSearch:
+    """The homepage reader: a search provider, and the pre-check's look at the homepage.
+    Per request search_timeout; the whole fetch (both schemes, every redirect) within the search
+    deadline, so the homepage obeys the same settings as the search APIs."""
+    from firmsift.adapters.search.homepage import HomepageSearch  # httpx and tldextract: workers only
+
+    homepage = HomepageSearch(timeout=settings.search_timeout, total_timeout=settings.search_deadline,
+                              allow_private_addresses=settings.homepage_allow_private_addresses,
+                              pinned=settings.pinned_hosts, signatures=signatures)
+    clients.push_async_callback(homepage.aclose)
+    return homepage
+
+
+def make_resolver(settings: Settings) -> Resolver:
+    """The pre-check's DNS resolver: the system's name servers, or FIRMSIFT_DNS_SERVERS."""
+    from firmsift.adapters.dns.dnspython_resolver import DnspythonResolver  # dnspython: workers only
+
+    return DnspythonResolver(nameservers=settings.dns_server_list, port=settings.dns_port,
+                             timeout=settings.dns_timeout / 2, lifetime=settings.dns_timeout,
+                             total_timeout=settings.dns_timeout * 1.5)
+
+
+def _search_adapter(settings: Settings, provider: str) -> SearxngSearch | TavilySearch | BraveSearch:
     """The adapter of one configured provider; Settings has already checked its URL or key is set."""
 
     # Imported here: only a worker searches, and the API process must stay small (httpx, tldextract).
     from firmsift.adapters.search.brave import BraveSearch
-    from firmsift.adapters.search.homepage import HomepageSearch
     from firmsift.adapters.search.searxng import SearxngSearch
     from firmsift.adapters.search.tavily import TavilySearch
 
@@ -94,10 +122,7 @@ def _search_adapter(settings: Settings, provider: str) -> HomepageSearch | Searx
         return TavilySearch(secret(settings.tavily_api_key), base_url=settings.tavily_base_url, **common)
     if provider == "brave":
         return BraveSearch(secret(settings.brave_api_key), base_url=settings.brave_base_url, **common)
-    # Per request search_timeout; the whole fetch (both schemes, every redirect) within the
-    # search deadline, so the homepage obeys the same settings as the search APIs.
-    return HomepageSearch(timeout=settings.search_timeout, total_timeout=settings.search_deadline,
-                          allow_private_addresses=settings.homepage_allow_private_addresses)
+    raise ValueError(f"no search adapter named {provider!r}")  # Settings checked the names already
 
 
 # SQS adapters are imported only when the SQS backend is chosen: boto3 costs time and memory.

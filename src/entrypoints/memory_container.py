@@ -6,23 +6,31 @@ from __future__ import annotations
 from dependency_injector import providers
 
 from firmsift.adapters.memory.batches import InMemoryBatches
+from firmsift.adapters.memory.homepage import InMemoryHomepage
 from firmsift.adapters.memory.keys import InMemoryApiKeys
 from firmsift.adapters.memory.leases import InMemoryLeases
 from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.queue import InMemoryQueue, InMemoryReplyPublisher
 from firmsift.adapters.memory.readiness import InMemoryReadiness
+from firmsift.adapters.memory.resolver import InMemoryResolver
 from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.domain.site_facts import DnsFacts, DnsOutcome
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.submit import RecordThenPublish
 
+# Every name the in-memory DNS is not told about has this (documentation) address, and every
+# homepage answers a plain page: the pre-check finds each domain live unless a test says otherwise.
+ANY_NAME = DnsFacts(DnsOutcome.ANSWERED, addresses=("198.51.100.7",))
+
 
 def in_memory_container(settings: Settings | None = None) -> Container:
     """The Container, with its adapters overridden by in-memory ones: store, batches, API keys, work and
     dead-letter queue, replies, answer leases, readiness, a scripted LLM and search (that
-    record their calls) and fixed prices. Everything above them (the HTTP API of `container.api()`, the worker
-    with its retries, rate budgets and metrics, the use-cases) is the production wiring.
+    record their calls), fixed prices, and the pre-check's DNS and homepage (every domain live
+    unless a test adds records: `container.resolver().add(...)`, `container.homepage().add(...)`).
+    Everything above them (the HTTP API of `container.api()`, the worker with its retries, rate budgets and metrics, the use-cases) is the production wiring.
 
     A test that varies one dependency overrides its provider before resolving anything, e.g.
     `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The database-only providers
@@ -49,5 +57,7 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         llm=providers.Singleton(ScriptedLLM),
         pricing=providers.Singleton(FixedPricing, 1.0, 2.0),  # USD per million tokens in and out, any model
         searches=providers.List(providers.Singleton(StaticSearch)),  # a chain of one provider, `static`
+        resolver=providers.Singleton(InMemoryResolver, default=ANY_NAME),
+        homepage=providers.Singleton(InMemoryHomepage),
     )
     return container

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from firmsift.adapters.files.classifiers import ClassifierFileError
+from firmsift.adapters.files.site_signatures import SignatureFileError
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
@@ -22,8 +23,9 @@ def start_container(settings: Settings | None = None, *, migrate: bool = True) -
     container = Container(settings=settings)
     try:
         container.catalog()  # fail at start-up, not on the first job, if a classifier file is broken
+        container.signatures()  # likewise for a signature file (it names file, entry and field)
         container.engine()  # a malformed database URL is a configuration error, not a crash
-    except (ClassifierFileError, InvalidDatabaseUrl) as error:
+    except (ClassifierFileError, SignatureFileError, InvalidDatabaseUrl) as error:
         raise ConfigurationError(str(error)) from None
     if migrate:
         container.migrate()

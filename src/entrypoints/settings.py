@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Literal
@@ -9,6 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from firmsift.domain.pinned_hosts import InvalidPinnedHosts, PinnedHosts, parse_pinned_hosts
 from firmsift.domain.search_providers import InvalidSearchProviders, chain_name, parse_search_providers
 
 CONFIG_FILE_VARIABLE = "FIRMSIFT_CONFIG_FILE"
@@ -75,6 +77,19 @@ class Settings(BaseSettings):
     search_timeout: float = Field(10.0, gt=0)
     search_max_results: int = Field(5, ge=1, le=20)
     homepage_allow_private_addresses: bool = False
+    homepage_resolve: str | None = Field(
+        None, description="host=ip[:port] pairs, comma-separated: where the homepage reader connects for those "
+                        "hosts (like curl --resolve); needs homepage_allow_private_addresses=true")
+
+    precheck: bool = Field(True, description="look at DNS and the homepage before paying the LLM")
+    precheck_ttl_days: float = Field(7.0, gt=0, le=365, description="days a no_dns/unreachable/parked outcome is kept")
+    precheck_reuse_redirect_answer: bool = Field(
+        False, description="a domain redirecting to one with a fresh answer takes that answer")
+    dns_servers: str | None = Field(None, description="the pre-check's DNS servers (IP addresses, comma-separated); "
+                                             "empty: the system's")
+    dns_port: int = Field(53, ge=1, le=65535)
+    dns_timeout: float = Field(4.0, gt=0, le=60, description="seconds one DNS query may take, retries included")
+    signatures_dir: Path | None = Field(None, description="folder of extra parking.toml / walls.toml signatures")
 
     max_domains_per_job: int = Field(10, ge=1, le=1000)
     max_body_bytes: int = Field(65536, ge=1024)
@@ -132,6 +147,32 @@ class Settings(BaseSettings):
             raise ValueError(f"search_provider={self.search_provider} needs {' and '.join(missing)} to be set")
         return self
 
+    @field_validator("homepage_resolve")
+    @classmethod
+    def _pinned_hosts_are_valid(cls, value: str | None) -> str | None:
+        try:
+            parse_pinned_hosts(value or "")
+        except InvalidPinnedHosts as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @field_validator("dns_servers")
+    @classmethod
+    def _dns_servers_are_addresses(cls, value: str | None) -> str | None:
+        for server in (part.strip() for part in (value or "").split(",") if part.strip()):
+            try:
+                ipaddress.ip_address(server)
+            except ValueError:
+                raise ValueError(f"{server[:60]!r} is not an IP address") from None
+        return value
+
+    @model_validator(mode="after")
+    def _pinned_hosts_need_private_addresses(self) -> Settings:
+        if self.pinned_hosts and not self.homepage_allow_private_addresses:
+            raise ValueError("FIRMSIFT_HOMEPAGE_RESOLVE is honoured only with "
+                             "FIRMSIFT_HOMEPAGE_ALLOW_PRIVATE_ADDRESSES=true (it is for tests and intranets)")
+        return self
+
     @model_validator(mode="after")
     def _prices_come_in_pairs(self) -> Settings:
         if (self.llm_input_cost_per_million is None) != (self.llm_output_cost_per_million is None):
@@ -157,6 +198,15 @@ class Settings(BaseSettings):
     def search_providers(self) -> tuple[str, ...]:
         """The search providers to ask, in order (search_provider is already checked and canonical)."""
         return tuple(self.search_provider.split(","))
+
+    @property
+    def pinned_hosts(self) -> PinnedHosts:
+        """FIRMSIFT_HOMEPAGE_RESOLVE, parsed (already checked)."""
+        return parse_pinned_hosts(self.homepage_resolve or "")
+
+    @property
+    def dns_server_list(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in (self.dns_servers or "").split(",") if part.strip())
 
     @property
     def dead_letter_queue(self) -> str:

@@ -32,6 +32,7 @@ from firmsift.domain.model import (
 )
 from firmsift.domain.outside_text import UnstorableText
 from firmsift.services.asking import ask_llm
+from firmsift.services.precheck import Precheck, SiteCheck
 
 if TYPE_CHECKING:
     from firmsift.ports.leases import AnswerLeases
@@ -64,6 +65,13 @@ class JobDependencies:
     lease_seconds: float = 20.0  # renewed while the call runs; a dead worker's lease lapses this soon
     lease_poll_seconds: float = 0.5
     lease_wait_seconds: float = 300.0  # longest wait for another worker's answer before asking anyway
+    precheck: Precheck | None = None  # a cheap look at the domain before the LLM (None: off)
+
+    def is_fresh(self, answer: Answer, classifier: Classifier) -> bool:
+        """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age."""
+        if self.precheck is None:
+            return is_fresh(answer, self.now(), classifier.prompt_version)
+        return is_fresh(answer, self.now(), classifier.prompt_version, precheck_max_age=self.precheck.max_age)
 
 
 async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
@@ -158,12 +166,17 @@ async def _answer_domain(
             source=Source.KNOWN_COMPANY,
             tokens_in=0, tokens_out=0, cost_usd=0.0,  # no LLM call: nothing spent, and no answer's call to show
         ), None
-    if cached is not None and is_fresh(cached, deps.now(), classifier.prompt_version):
+    if cached is not None and deps.is_fresh(cached, classifier):
         return DomainResult.from_answer(cached, Source.CACHE, paid=False), None
+    site = None
+    if deps.precheck is not None:
+        site = await deps.precheck.check(domain, classifier, deps.answers, deps.now())
+        if site.ended is not None:
+            return site.ended
     # Two jobs needing the same uncached domain at once share one LLM call: within this worker
     # by single flight, across workers by a lease in the database.
     (answer, asked), leader = await deps.inflight.run(
-        (classifier.name, domain), lambda: _ask_once(domain, classifier, deps)
+        (classifier.name, domain), lambda: _ask_once(domain, classifier, deps, site)
     )
     if leader and asked:
         return DomainResult.from_answer(answer, Source.LLM, paid=True), answer
@@ -174,14 +187,15 @@ async def _answer_domain(
     return DomainResult.from_answer(answer, shared, paid=False), None
 
 
-async def _ask_once(domain: str, classifier: Classifier, deps: JobDependencies) -> tuple[Answer, bool]:
+async def _ask_once(domain: str, classifier: Classifier, deps: JobDependencies,
+                    site: SiteCheck | None) -> tuple[Answer, bool]:
     """(answer, True) after asking the LLM ourselves, or (answer, False) when another worker
     stored a fresh one since the job looked in the cache (the job's domains run one after
     another, so that look may be old by now). The lease is released by the caller once the
     answer is saved."""
     if deps.leases is None:
         stored = await _fresh_stored(domain, classifier, deps)
-        return (stored, False) if stored is not None else (await _ask_llm(domain, classifier, deps), True)
+        return (stored, False) if stored is not None else (await _ask_llm(domain, classifier, deps, site), True)
     loop = asyncio.get_running_loop()
     # The holder renews its lease while it works, so wait as long as a slow call may take; a
     # dead holder's lease lapses within lease_seconds and we take it over.
@@ -195,18 +209,18 @@ async def _ask_once(domain: str, classifier: Classifier, deps: JobDependencies) 
                 await deps.leases.release(domain, classifier.name, deps.lease_holder)
                 return stored, False
             async with _renewing(deps.leases, domain, classifier.name, deps):
-                return await _ask_llm(domain, classifier, deps), True
+                return await _ask_llm(domain, classifier, deps, site), True
         await asyncio.sleep(deps.lease_poll_seconds)
         stored = await _fresh_stored(domain, classifier, deps)
         if stored is not None:
             return stored, False
     # The other worker neither answered nor let its lease lapse in time: ask anyway.
-    return await _ask_llm(domain, classifier, deps), True
+    return await _ask_llm(domain, classifier, deps, site), True
 
 
 async def _fresh_stored(domain: str, classifier: Classifier, deps: JobDependencies) -> Answer | None:
     stored = (await deps.answers.get_answers([domain], classifier.name)).get(domain)
-    return stored if stored is not None and is_fresh(stored, deps.now(), classifier.prompt_version) else None
+    return stored if stored is not None and deps.is_fresh(stored, classifier) else None
 
 
 @contextlib.asynccontextmanager
@@ -226,7 +240,7 @@ async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Jo
         yield
 
 
-async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies) -> Answer:
+async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies, site: SiteCheck | None) -> Answer:
     try:
         evidence = await deps.search.gather(domain)
         searched = after_search(evidence)
@@ -235,4 +249,5 @@ async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies) -
         evidence, searched = [], after_failed_search(error)
     answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, pricing=deps.pricing, slots=deps.llm_slots,
                               marker=deps.new_marker(), now=deps.now)
-    return replace(answer, evidence_status=searched, search_provider=evidence_provider(evidence))
+    answer = replace(answer, evidence_status=searched, search_provider=evidence_provider(evidence))
+    return site.mark(answer) if site is not None else answer

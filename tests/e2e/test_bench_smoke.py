@@ -34,3 +34,13 @@ def test_every_benchmark_runs_at_small_size_and_reports_its_figures(tmp_path: Pa
     cost = next(f for f in figures if f["benchmark"] == "cost")
     assert cost["reference"] == 20  # unique domains of the small workload: 50 requests, 60% repeats
     assert "| benchmark |" in run.stdout  # the Markdown table BENCHMARKS.md quotes
+
+
+def test_the_precheck_benchmark_runs_at_small_size_with_the_mix_it_claims(tmp_path: Path) -> None:
+    out = tmp_path / "precheck.json"
+    run = run_group([sys.executable, "-m", "bench.precheck", "--small", "--out", str(out)], timeout=240, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-4000:]
+    on, off = json.loads(out.read_text())["runs"]
+    assert on["site_statuses"] == {"live": 60, "parked": 15, "no_dns": 10, "unreachable": 5, "blocked": 5,
+                                   "redirected": 5}
+    assert (on["llm_calls"], off["llm_calls"]) == (70, 100)

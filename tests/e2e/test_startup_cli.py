@@ -156,3 +156,26 @@ def test_an_unsafe_auth_setting_is_refused_before_any_database_work(tmp_path: Pa
     assert "FIRMSIFT_AUTH=off is allowed only when listening on a loopback address" in result.stderr
     assert not (tmp_path / "firmsift-data").exists()
     assert "database unreachable" not in result.stderr
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    ('[[wall]]\nservice = "Acme WAF"\nwhat = "challenge"\nsource = "x"\nstatuses = [999]\ntitle_any = ["x"]\n',
+     "walls.toml: wall #1 ('Acme WAF'): statuses: must be a list of HTTP status codes"),
+    ('[[wall]]\nservice = "Acme WAF"\nsource = "x"\ntitle_any = ["x"]\n',
+     "walls.toml: wall #1 ('Acme WAF'): what: missing"),
+])
+def test_a_bad_signature_file_is_one_line_exit_2_naming_file_entry_and_field(tmp_path: Path, content: str,
+                                                                             said: str) -> None:
+    (tmp_path / "walls.toml").write_text(content)
+    result = firmsift("db", "upgrade", env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
+                                            "FIRMSIFT_SIGNATURES_DIR": str(tmp_path)})
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("firmsift: invalid configuration: ") and said in line, line
+
+
+def test_homepage_resolve_without_private_addresses_is_refused_at_start_up(tmp_path: Path) -> None:
+    result = firmsift("db", "upgrade", env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
+                                            "FIRMSIFT_HOMEPAGE_RESOLVE": "acme.example=127.0.0.1:8081"})
+    assert result.returncode == 2
+    assert "only with FIRMSIFT_HOMEPAGE_ALLOW_PRIVATE_ADDRESSES=true" in result.stderr

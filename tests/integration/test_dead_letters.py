@@ -54,7 +54,7 @@ def worker_on(engine: Engine, work: SqlQueue, dead: SqlQueue, replies: ReplyPubl
               llm: ScriptedLLM | None = None) -> Worker:
     """The production worker on this database and these queues, asking a scripted LLM: one job at
     a time, checking the dead-letter queue every 50 ms."""
-    container = Container(settings=Settings(wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
+    container = Container(settings=Settings(precheck=False, wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
                                             dead_letter_check_interval=0.05, llm_concurrency=2))
     container.override_providers(engine=engine, work_queue=work, dead_letters=dead, replies=replies,
                                  llm=llm or ScriptedLLM(YES), searches=(StaticSearch(),))

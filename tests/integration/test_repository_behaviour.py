@@ -113,6 +113,36 @@ async def test_an_answer_stored_before_quotes_were_checked_reads_without_them(
     assert (stored.confidence, stored.quote, stored.quote_status) == (5, None, None)
 
 
+@pytest.mark.parametrize(("site_status", "redirected_to", "redirected_answer"), [
+    ("parked", None, None), ("redirected", "parent-group.com", True), ("redirected", "parent-group.com", False),
+    ("redirected", "parent-group.com", None), (None, None, None)])
+async def test_the_precheck_findings_round_trip(store, site_status: str | None, redirected_to: str | None,
+                                                redirected_answer: bool | None) -> None:
+    given = Answer(domain="a.com", classifier="cpg", status=ResultStatus.DONE, answered_at=NOW,
+                   source=Source.PRECHECK if site_status == "parked" else Source.LLM, reason="seen",
+                   site_status=site_status, redirected_to=redirected_to, redirected_answer=redirected_answer)
+    await store.create_job(job("j1", "a.com"))
+    assert await store.save_result("j1", DomainResult.from_answer(given, given.source), given)
+    assert (await store.get_answers(["a.com"], "cpg"))["a.com"] == given
+    assert (await store.get_job("j1")).results[0] == DomainResult.from_answer(given, given.source)
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_rows_stored_before_the_precheck_read_without_its_findings(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with _unmigrated(backend, tmp_path) as engine:
+        monkeypatch.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 6))
+        migrations.upgrade(engine)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,"
+                " answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 5, 'old', '[]', 1)")
+        monkeypatch.undo()
+        assert 6 in [m.version for m in migrations.upgrade(engine)]
+        stored = (await SqlStore(engine).get_answers(["a.com"], "cpg"))["a.com"]
+    assert (stored.site_status, stored.redirected_to, stored.redirected_answer) == (None, None, None)
+
+
 @contextmanager
 def _unmigrated(backend: str, folder: Path) -> Iterator[Engine]:
     if backend == "postgresql":

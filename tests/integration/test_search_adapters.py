@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmsift.adapters.search import homepage as homepage_search
+from firmsift.adapters.search import homepage_fetch as homepage_search
 from firmsift.adapters.web import redirect_targets
 from firmsift.adapters.search.brave import BraveSearch
 from firmsift.adapters.search.homepage import HomepageSearch, registrable_domain
@@ -479,6 +479,7 @@ def test_registrable_domain_uses_the_bundled_suffix_list(monkeypatch: pytest.Mon
     assert registrable_domain("WWW.Example.com.") == "example.com"
     assert registrable_domain("127.0.0.1") == "127.0.0.1"
     assert registrable_domain("intranet") == "intranet"
+    assert registrable_domain("www.acme.test") == "acme.test"  # a top-level domain the list does not know
 
 
 # --- redirects that cannot be followed ----------------------------------------------------

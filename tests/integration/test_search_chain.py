@@ -94,7 +94,7 @@ async def test_when_all_fail_the_error_names_each_provider(adapters: dict[str, S
 
 
 async def test_the_container_builds_the_configured_chain(server: FakeSearchServer) -> None:
-    settings = Settings(search_provider="homepage,searxng", searxng_url=server.base_url)
+    settings = Settings(search_provider="homepage,searxng", searxng_url=server.base_url, precheck=False)
     container = Container(settings=settings)
     async with container.http_clients():
         search = container.worker_search()

@@ -67,7 +67,15 @@ def test_the_configuration_line_names_what_runs_and_no_secret(tmp_path: Path, mo
     assert entry["search_provider"] == "tavily" and entry["queue"] == "sqs jobs.fifo"
     assert entry["database"] == "postgresql+psycopg://firmsift:***@db.internal:5432/firmsift"
     assert entry["auth"] == "auto: API keys required on 0.0.0.0"
+    assert entry["precheck"] == "on (DNS system, outcomes kept 7 days)"
     assert not [secret for secret in SECRETS if secret in raw]
+
+
+def test_the_configuration_line_says_how_the_precheck_runs() -> None:
+    _, entry = logged_configuration(Settings(dns_servers="127.0.0.1", dns_port=5353, precheck_ttl_days=2), "worker",
+                                    None)
+    assert entry["precheck"] == "on (DNS 127.0.0.1:5353, outcomes kept 2 days)"
+    assert logged_configuration(Settings(precheck=False), "worker", None)[1]["precheck"] == "off"
 
 
 def test_a_sqlite_database_by_its_absolute_path_and_a_queue_by_its_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

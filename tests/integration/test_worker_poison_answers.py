@@ -64,7 +64,7 @@ class Harness:
         self.llm = llm
         # The production worker on this database, asking about a job's three domains at once (so
         # the siblings' held calls never keep `first` from being answered).
-        container = Container(settings=Settings(wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
+        container = Container(settings=Settings(precheck=False, wait_time=0, visibility_timeout=10, max_job_seconds=60, worker_jobs=1,
                                                 llm_concurrency=3))
         container.override_providers(engine=engine, work_queue=self.queue, replies=self.replies, llm=llm,
                                      searches=(StaticSearch(),))

@@ -65,6 +65,12 @@ class Process:
         return self.popen.returncode
 
 
+# The sandbox's DNS answers NXDOMAIN for every name, and the tests' domains are made up: every
+# process a test starts has the pre-check off unless the test turns it on (with a DNS server of
+# its own: tests/integration/test_precheck_end_to_end.py).
+NO_PRECHECK = {"FIRMSIFT_PRECHECK": "false"}
+
+
 @dataclass
 class Processes:
     """Every process a test started, stopped at the end whatever happened."""
@@ -75,7 +81,7 @@ class Processes:
 
     def start(self, name: str, *argv: str, extra_env: dict[str, str] | None = None) -> Process:
         log_path = self.folder / f"{name}-{len(self.started)}.log"
-        env = {**os.environ, **self.env, **(extra_env or {})}
+        env = {**os.environ, **NO_PRECHECK, **self.env, **(extra_env or {})}
         with log_path.open("wb") as log:
             popen = subprocess.Popen(list(argv), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         process = Process(name, popen, log_path)
@@ -198,7 +204,7 @@ def worker_probe(worker: Process) -> str:
 def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run one `firmsift` command to completion with these settings on top of the environment."""
     return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True,
-                          text=True, env={**os.environ, **env}, timeout=timeout)
+                          text=True, env={**os.environ, **NO_PRECHECK, **env}, timeout=timeout)
 
 
 def run_group(argv: list[str], timeout: float, **options: object) -> subprocess.CompletedProcess[str]:

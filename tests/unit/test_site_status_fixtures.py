@@ -4,56 +4,16 @@ the same words stay live."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from firmsift.adapters.files.site_signatures import load_signatures
-from firmsift.domain.site_facts import DnsFacts, DnsOutcome, HttpFacts, HttpFailure, SiteFacts
 from firmsift.domain.site_status import SiteStatus, site_status
+from tests.support.site_fixtures import SITES, load, site_facts
 
-SITES = Path(__file__).resolve().parents[1] / "fixtures" / "sites"
 CASES = sorted(SITES.glob("*.json"))
 SIGNATURES = load_signatures()
-DEFAULT_DNS = {"outcome": "answered", "addresses": ["198.51.100.7"]}
-
-
-def dns_facts(data: dict[str, Any]) -> DnsFacts:
-    return DnsFacts(
-        outcome=DnsOutcome(data["outcome"]),
-        addresses=tuple(data.get("addresses", ())),
-        cname_chain=tuple(data.get("cname_chain", ())),
-        name_servers=tuple(data.get("name_servers", ())),
-        detail=data.get("detail", ""),
-    )
-
-
-def site_facts(case: dict[str, Any]) -> SiteFacts:
-    http = None
-    if "http" in case:
-        raw = case["http"]
-        body = (SITES / raw["body_file"]).read_text(encoding="utf-8") if "body_file" in raw else ""
-        http = HttpFacts(
-            status=raw.get("status"),
-            failure=HttpFailure(raw["failure"]) if "failure" in raw else None,
-            failure_detail=raw.get("failure_detail", ""),
-            headers=tuple((name, value) for name, value in raw.get("headers", [])),
-            final_url=raw.get("final_url", ""),
-            final_registrable_domain=raw.get("final_registrable_domain"),
-            body=body,
-        )
-    return SiteFacts(
-        domain=case["domain"],
-        dns=dns_facts(case.get("dns", DEFAULT_DNS)),
-        www_dns=dns_facts(case["www_dns"]) if "www_dns" in case else None,
-        http=http,
-    )
-
-
-def load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_there_is_a_case_for_every_status() -> None:

@@ -29,6 +29,8 @@ class Metrics:
                                      buckets=_LATENCY_BUCKETS, registry=r)
         self.domains = Counter("firmsift_domains", "Domains answered, by path taken and outcome",
                                ["source", "status"], registry=r)
+        self.site_statuses = Counter("firmsift_domain_site_statuses",
+                                     "Domains answered, by the pre-check's domain status", ["status"], registry=r)
         self.llm_calls = Counter("firmsift_llm_calls", "LLM calls, by outcome", ["outcome"], registry=r)
         self.llm_tokens = Counter("firmsift_llm_tokens", "LLM tokens billed as the provider reported them, by "
                                   "configured model and direction (in: prompt, out: completion)",
@@ -52,6 +54,8 @@ class Metrics:
 
     def count_domain(self, result: DomainResult) -> None:
         self.domains.labels(source=result.source.value if result.source else "none", status=result.status.value).inc()
+        if result.site_status is not None:
+            self.site_statuses.labels(status=result.site_status).inc()
 
     def count_job(self, job: Job, seconds: float) -> None:
         self.jobs_finished.labels(status=job.status.value).inc()

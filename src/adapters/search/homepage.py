@@ -1,61 +1,53 @@
-"""Search adapter that reads the company's own homepage, refusing to reach private addresses."""
+"""Search adapter that reads the company's own homepage, refusing to reach private addresses.
+
+It is also the pre-check's homepage look (ports/homepage_look.py): the page looked at is kept a
+short while, so the evidence that follows is read from it instead of fetched twice.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import codecs
-import functools
-import ipaddress
-from dataclasses import dataclass
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 
-import httpx
-import tldextract
-
-from firmsift.adapters.web.address_policy import Resolver, first_refused, resolve_addresses
-from firmsift.adapters.web.bounded_body import BodyLimits, UnreadableBody, read_body
+from firmsift.adapters.search.homepage_fetch import (
+    HTML_TYPES,
+    FetchFailed,
+    Fetched,
+    PageFetcher,
+    registrable_domain,
+)
 from firmsift.adapters.search.html_evidence import TITLE_CHARS, PageText, bounded, extract_page
-from firmsift.adapters.web.redirect_targets import DEFAULT_PORTS, host_of, is_host_name, next_url
+from firmsift.adapters.web.address_policy import Resolver
+from firmsift.adapters.web.redirect_targets import is_host_name
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
+from firmsift.domain.site_facts import HomepageLook, HttpFacts, HttpFailure
+from firmsift.domain.site_signatures import PageView, Signatures
 
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_HEADERS = {
-    "User-Agent": "firmsift/0.1 (company classifier; reads homepages)",
-    "Accept": "text/html,application/xhtml+xml;q=0.9",
-    # Asked for, not relied on: a server that compresses anyway is inflated within max_bytes.
-    "Accept-Encoding": "identity",
-    # One connection per request: connections are made to a pinned IP, and must never be
-    # reused for another host name.
-    "Connection": "close",
-}
+__all__ = ["HomepageSearch", "registrable_domain"]
 
-
-class _Unreachable(Exception):
-    """A transport failure: the next scheme may still work."""
-
-
-@dataclass(frozen=True)
-class _Page:
-    url: httpx.URL
-    html: str
-    left_for: tuple[str, ...]
+KEPT_PAGES = 64  # pages looked at and kept for the evidence that follows
+KEPT_SECONDS = 120.0
 
 
 class HomepageSearch:
     """Evidence from the domain's own site: https first, then http.
 
-    Redirects are followed by hand (at most max_redirects) so that every hop is resolved and
-    checked against the address policy, and the connection goes to the checked address (no
-    second DNS lookup an attacker could answer differently). A redirect to another registrable
-    domain is recorded in the evidence. A redirect that cannot be followed (not http(s), no
-    valid host or port, malformed) is a ProviderError. Reads stop after max_bytes of decoded
-    page, however the server compressed it (gzip and deflate are inflated a piece at a time;
-    a body inflating more than 100:1 or in another encoding is refused); the whole fetch, both
-    schemes included, is bounded by total_timeout.
+    Redirects are followed by hand (at most max_redirects; see homepage_fetch.PageFetcher). A
+    redirect to another registrable domain is recorded in the evidence. A redirect that cannot
+    be followed (not http(s), no valid host or port, malformed) is a ProviderError. Reads stop
+    after max_bytes of decoded page, however the server compressed it (gzip and deflate are
+    inflated a piece at a time; a body inflating more than 100:1 or in another encoding is
+    refused); the whole fetch, both schemes included, is bounded by total_timeout.
 
-    `port` connects to that port instead of the scheme's default whenever a URL names none:
-    a hook for tests against a local server and for sites served on unusual ports.
+    A page that shows a bot wall or challenge of `signatures` is never evidence: gather raises a
+    ProviderError saying so, and a search chain asks its next provider.
+
+    `port` connects to that port instead of the scheme's default whenever a URL names none, and
+    `pinned` maps host names to the (address, port or None) to connect to (FIRMSIFT_HOMEPAGE_RESOLVE):
+    hooks for tests against local servers and for sites served on unusual ports.
     """
 
     name = "homepage"
@@ -71,16 +63,18 @@ class HomepageSearch:
         allow_private_addresses: bool = False,
         resolver: Resolver | None = None,
         port: int | None = None,
+        pinned: Mapping[str, tuple[str, int | None]] | None = None,
+        signatures: Signatures | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._timeout = timeout
         self._total_timeout = total_timeout
-        self._max_bytes = max_bytes
-        self._max_redirects = max_redirects
         self._snippet_chars = snippet_chars
-        self._allow_private = allow_private_addresses
-        self._resolve = resolver or resolve_addresses
-        self._port = port
-        self._transport: httpx.AsyncHTTPTransport | None = None
+        self._signatures = signatures or Signatures()
+        self._fetcher = PageFetcher(timeout=timeout, max_bytes=max_bytes, max_redirects=max_redirects,
+                                    allow_private_addresses=allow_private_addresses, resolver=resolver,
+                                    port=port, pinned=pinned)
+        self._clock = clock
+        self._kept: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()
 
     async def gather(self, domain: str) -> list[Evidence]:
         """One Evidence item: the page title and what the page says about itself."""
@@ -88,119 +82,62 @@ class HomepageSearch:
             raise ProviderError(f"homepage: {domain!r} is not a host name")
         try:
             async with asyncio.timeout(self._total_timeout):
-                page = await self._fetch_either_scheme(domain)
+                page = self._take_kept(domain) or await self._fetcher.fetch(domain)
+                self._check_usable(domain, page)
                 # Parsing half a megabyte of hostile HTML is CPU work: off the event loop, so
                 # heartbeats, leases and the API keep running, and inside the time limit.
                 text = await asyncio.to_thread(extract_page, page.html, text_chars=self._snippet_chars)
         except TimeoutError:
-            raise ProviderError(
-                f"homepage: {domain} took longer than {self._total_timeout:g}s"
-            ) from None
+            raise ProviderError(f"homepage: {domain} took longer than {self._total_timeout:g}s") from None
         return self._evidence(domain, page, text)
+
+    async def look(self, domain: str) -> HomepageLook:
+        """The pre-check's look: the response (any status) or why there was none. Kept for gather."""
+        own = registrable_domain(domain)
+        if not is_host_name(domain):
+            return HomepageLook(HttpFacts(failure=HttpFailure.OTHER, failure_detail="not a host name"), own)
+        try:
+            async with asyncio.timeout(self._total_timeout):
+                page = await self._fetcher.fetch(domain)
+        except TimeoutError:
+            return HomepageLook(HttpFacts(failure=HttpFailure.TIMEOUT,
+                                          failure_detail=f"no response within {self._total_timeout:g}s"), own)
+        except FetchFailed as failed:
+            return HomepageLook(HttpFacts(failure=failed.failure, failure_detail=str(failed)), own)
+        self._keep(domain, page)
+        return HomepageLook(page.facts(), own)
 
     async def aclose(self) -> None:
         """Close the HTTP transport, if one was created."""
-        if self._transport is not None:
-            await self._transport.aclose()
-            self._transport = None
+        await self._fetcher.aclose()
 
-    async def _fetch_either_scheme(self, domain: str) -> _Page:
-        try:
-            return await self._follow(httpx.URL(f"https://{domain}/"), domain)
-        except _Unreachable as https_failure:
-            try:
-                return await self._follow(httpx.URL(f"http://{domain}/"), domain)
-            except _Unreachable as http_failure:
-                raise ProviderError(
-                    f"homepage: {domain} is unreachable over https ({https_failure}) "
-                    f"and http ({http_failure})"
-                ) from None
+    def _keep(self, domain: str, page: Fetched) -> None:
+        self._kept[domain] = (self._clock(), page)
+        self._kept.move_to_end(domain)
+        while len(self._kept) > KEPT_PAGES:
+            self._kept.popitem(last=False)
 
-    async def _follow(self, url: httpx.URL, domain: str) -> _Page:
-        origin = registrable_domain(domain)
-        seen: set[str] = set()
-        left_for: list[str] = []
-        for _ in range(self._max_redirects + 1):
-            if str(url) in seen:
-                raise ProviderError(f"homepage: redirect loop at {url}")
-            seen.add(str(url))
-            location, html = await self._get(url)
-            if location is None:
-                return _Page(url=url, html=html, left_for=tuple(left_for))
-            url = next_url(url, location)
-            target = registrable_domain(host_of(url))
-            if target != origin and target not in left_for:
-                left_for.append(target)
-        raise ProviderError(f"homepage: more than {self._max_redirects} redirects from {domain}")
+    def _take_kept(self, domain: str) -> Fetched | None:
+        kept = self._kept.pop(domain, None)
+        if kept is None or self._clock() - kept[0] > KEPT_SECONDS:
+            return None
+        return kept[1]
 
-    async def _get(self, url: httpx.URL) -> tuple[str | None, str]:
-        """(Location, "") for a redirect, (None, html) for a page; ProviderError otherwise."""
-        host = host_of(url)
-        port = url.port or self._port or DEFAULT_PORTS[url.scheme]
-        address = await self._checked_address(host, port)
-        target = httpx.URL(scheme=url.scheme, host=address, port=port, raw_path=url.raw_path)
-        headers = {**_HEADERS, "Host": url.netloc.decode("ascii")}
-        extensions: dict[str, object] = {"timeout": httpx.Timeout(self._timeout).as_dict()}
-        if url.scheme == "https":
-            extensions["sni_hostname"] = host
-        request = httpx.Request("GET", target, headers=headers, extensions=extensions)
-        try:
-            # The transport, not a client: a client parses every Location itself (even with
-            # redirects off) and raises on a hostile one before this code could judge it.
-            response = await self._http().handle_async_request(request)
-            try:
-                return await self._read(url, response)
-            finally:
-                await response.aclose()
-        except httpx.TransportError as exc:
-            raise _Unreachable(f"{type(exc).__name__} at {url}") from None
+    def _check_usable(self, domain: str, page: Fetched) -> None:
+        """A ProviderError unless the page can be evidence: a wall's page never is."""
+        view = PageView.of(domain, page.facts())
+        for wall in self._signatures.walls:
+            if wall.markers.matches(view):
+                raise ProviderError(f"homepage: {domain} is behind a {wall.service} {wall.what}; "
+                                    "its page is not evidence")
+        if not 200 <= page.status < 300:
+            raise ProviderError(f"homepage: {page.url} answered HTTP {page.status}")
+        if page.media_type not in HTML_TYPES:
+            raise ProviderError(f"homepage: {page.url} is not HTML ({page.media_type[:80] or 'no type'})")
+        if page.unreadable:
+            raise ProviderError(f"homepage: {page.url} answered {page.unreadable}")
 
-    async def _read(self, url: httpx.URL, response: httpx.Response) -> tuple[str | None, str]:
-        if response.status_code in _REDIRECTS:
-            location = response.headers.get("location")
-            if not location:
-                raise ProviderError(f"homepage: {url} redirects without a Location")
-            return location, ""
-        if not response.is_success:
-            raise ProviderError(f"homepage: {url} answered HTTP {response.status_code}")
-        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type not in _HTML_TYPES:
-            raise ProviderError(f"homepage: {url} is not HTML ({media_type[:80] or 'no type'})")
-        try:
-            body = await read_body(response, BodyLimits(self._max_bytes), cut=True)
-        except UnreadableBody as exc:
-            raise ProviderError(f"homepage: {url} answered {exc}") from None
-        return None, body.decode(_charset(response), errors="replace")
-
-    async def _checked_address(self, host: str, port: int) -> str:
-        """The address to connect to, after refusing private ones (unless allowed)."""
-        try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            try:
-                addresses = await self._resolve(host, port)
-            except ProviderError as exc:
-                raise ProviderError(f"homepage: {exc}") from None
-        if not addresses:
-            raise ProviderError(f"homepage: {host} resolves to no address")
-        refused = None if self._allow_private else first_refused(addresses)
-        if refused:
-            address, reason = refused
-            raise ProviderError(
-                f"homepage: refusing to fetch {host}: it resolves to {address} ({reason})"
-            )
-        return addresses[0]
-
-    def _http(self) -> httpx.AsyncHTTPTransport:
-        if self._transport is None:
-            # No client layer at all: no cookies, no redirects, no proxy from the environment
-            # (which would defeat connecting to the checked address).
-            self._transport = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_keepalive_connections=0)
-            )
-        return self._transport
-
-    def _evidence(self, domain: str, page: _Page, text: PageText) -> list[Evidence]:
+    def _evidence(self, domain: str, page: Fetched, text: PageText) -> list[Evidence]:
         note = f"{domain} redirected to {', '.join(page.left_for)}" if page.left_for else ""
         og_about = text.og_description if text.og_description != text.description else ""
         parts = [part for part in (note, text.description, og_about, text.text) if part]
@@ -214,24 +151,3 @@ class HomepageSearch:
                 snippet=bounded(" | ".join(parts), self._snippet_chars),
             )
         ]
-
-
-def _charset(response: httpx.Response) -> str:
-    name = response.charset_encoding or "utf-8"
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return "utf-8"
-
-
-@functools.cache
-def _extractor() -> tldextract.TLDExtract:
-    # The bundled public-suffix snapshot only: no download, no cache directory.
-    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
-
-def registrable_domain(host: str) -> str:
-    """The part of `host` a registrant controls (shop.example.co.uk -> example.co.uk); the host
-    itself when it has no public suffix (an IP address, an unknown top-level domain)."""
-    host = host.lower().rstrip(".")
-    return _extractor()(host).top_domain_under_public_suffix or host

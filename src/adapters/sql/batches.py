@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text, update
 
 from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
-from firmsift.adapters.sql.store import SqlStore, _domain_result
+from firmsift.adapters.sql.store import SqlStore
+from firmsift.adapters.sql.store_rows import domain_result, epoch_time
 from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_domains, jobs
 from firmsift.domain.batch_results import RowResult
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
@@ -105,7 +106,7 @@ class SqlBatches:
                 last = group["last"] if last is None else max(last, group["last"])
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
                            cancelled=tally["CANCELLED"], by_source=by_source,
-                           last_finished_at=None if last is None else _time(last))
+                           last_finished_at=None if last is None else epoch_time(last))
 
     async def has_unfinished_jobs(self, batch_id: str) -> bool:
         unfinished = (select(batch_jobs.c.job_id).join(jobs, jobs.c.id == batch_jobs.c.job_id)
@@ -121,7 +122,7 @@ class SqlBatches:
             job_ids = sorted({row.job_id for row in rows if row.job_id is not None})
             if not job_ids:
                 return [RowResult(row) for row in rows]
-            results = {(r["job_id"], r["domain"]): _domain_result(r) for r in conn.execute(
+            results = {(r["job_id"], r["domain"]): domain_result(r) for r in conn.execute(
                 select(job_domains).where(job_domains.c.job_id.in_(job_ids))).mappings().all()}
             states = {r["id"]: (JobStatus(r["status"]), r["error"]) for r in conn.execute(
                 select(jobs.c.id, jobs.c.status, jobs.c.error).where(jobs.c.id.in_(job_ids))).mappings().all()}
@@ -164,9 +165,6 @@ def _row_result(row: BatchRow, results: dict[tuple[str, str], Any],
     return RowResult(row, domain_state(result.status.value, job_status, job_error), result, job_error)
 
 
-def _time(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc)
-
 
 def _row(row: Any) -> BatchRow:
     return BatchRow(position=row["position"], line=row["line"], original=row["original"], domain=row["domain"],
@@ -175,10 +173,10 @@ def _row(row: Any) -> BatchRow:
 
 def _batch(row: Any) -> Batch:
     return Batch(
-        id=row["id"], classifier=row["classifier"], created_at=_time(row["created_at"]), owner=row["owner"],
+        id=row["id"], classifier=row["classifier"], created_at=epoch_time(row["created_at"]), owner=row["owner"],
         reply_queue=row["reply_queue"], idempotency_key=row["idempotency_key"], request_hash=row["request_hash"],
         columns=None if row["csv_header"] is None else tuple(json.loads(row["csv_header"])),
         total=row["total"], accepted=row["accepted"], duplicates=row["duplicates"], rejected=row["rejected"],
-        cancelled_at=None if row["cancelled_at"] is None else _time(row["cancelled_at"]),
+        cancelled_at=None if row["cancelled_at"] is None else epoch_time(row["cancelled_at"]),
         reply_sent=bool(row["reply_sent"]),
     )

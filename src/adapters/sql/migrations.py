@@ -138,6 +138,17 @@ def _m005_quotes(_dialect: str) -> list[str]:
     ]
 
 
+def _m006_site_status(_dialect: str) -> list[str]:
+    # The pre-check's domain status (live / no_dns / unreachable / parked / blocked / redirected),
+    # where a redirect leads, and the target's answer when it had a fresh one; NULL where no
+    # pre-check ran, and in rows stored before it.
+    return [
+        f"ALTER TABLE {table} ADD COLUMN {column}"
+        for table in ("answers", "job_domains")
+        for column in ("site_status TEXT", "redirected_to TEXT", "redirected_answer BOOLEAN")
+    ]
+
+
 def _m007_answer_cost(_dialect: str) -> list[str]:
     # What an answer's LLM call was billed: tokens as the provider reported them and their price
     # in USD. On job_domains, what the job spent on the domain (0 when it reused an answer) and
@@ -199,6 +210,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "evidence_status", _m003_evidence_status),
     Migration(4, "search_provider", _m004_search_provider),
     Migration(5, "quotes", _m005_quotes),
+    Migration(6, "site_status", _m006_site_status),
     Migration(7, "answer_cost", _m007_answer_cost),
     Migration(8, "batches", _m008_batches),
 )

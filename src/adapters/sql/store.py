@@ -5,10 +5,8 @@ Queries are synchronous SQLAlchemy Core run off the event loop in a worker threa
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Collection, Iterable
-from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, select, text, update
@@ -16,18 +14,16 @@ from sqlalchemy.exc import DataError
 
 from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
+from firmsift.adapters.sql.store_rows import answer_params, domain_result, epoch_time, result_values, stored_answer
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import (
     Answer,
     DomainResult,
-    Evidence,
     Job,
     JobStatus,
     KnownCompany,
-    QuoteStatus,
     ResultStatus,
-    Source,
 )
 from firmsift.domain.outside_text import UnstorableText, check_storable, storable_error
 
@@ -37,17 +33,21 @@ T = TypeVar("T")
 UPSERT_ANSWER = text("""
     INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
                          error, raw_output, model, prompt_version, answered_at, evidence_status,
-                         search_provider, quote, quote_status, tokens_in, tokens_out, cost_usd)
+                         search_provider, quote, quote_status, site_status, redirected_to,
+                         redirected_answer, tokens_in, tokens_out, cost_usd)
     VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
             :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status,
-            :search_provider, :quote, :quote_status, :tokens_in, :tokens_out, :cost_usd)
+            :search_provider, :quote, :quote_status, :site_status, :redirected_to, :redirected_answer,
+            :tokens_in, :tokens_out, :cost_usd)
     ON CONFLICT (domain, classifier) DO UPDATE SET
         status = excluded.status, source = excluded.source, answer = excluded.answer,
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
         error = excluded.error, raw_output = excluded.raw_output, model = excluded.model,
         prompt_version = excluded.prompt_version, answered_at = excluded.answered_at,
         evidence_status = excluded.evidence_status, search_provider = excluded.search_provider,
-        quote = excluded.quote, quote_status = excluded.quote_status, tokens_in = excluded.tokens_in,
+        quote = excluded.quote, quote_status = excluded.quote_status,
+        site_status = excluded.site_status, redirected_to = excluded.redirected_to,
+        redirected_answer = excluded.redirected_answer, tokens_in = excluded.tokens_in,
         tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd
 """)
 
@@ -134,20 +134,10 @@ class SqlStore:
                 conn.execute(
                     update(job_domains)
                     .where(job_domains.c.job_id == job_id, job_domains.c.domain == result.domain)
-                    .values(
-                        status=result.status.value, source=result.source.value if result.source else None,
-                        answer=result.answer, confidence=result.confidence, reason=result.reason,
-                        evidence=_evidence_json(result.evidence), error=result.error, finished_at=time.time(),
-                        evidence_status=result.evidence_status, search_provider=result.search_provider,
-                        quote=result.quote,
-                        quote_status=_status_value(result.quote_status),
-                        tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost_usd=result.cost_usd,
-                        answer_tokens_in=result.answer_tokens_in, answer_tokens_out=result.answer_tokens_out,
-                        answer_cost_usd=result.answer_cost_usd,
-                    )
+                    .values(**result_values(result), finished_at=time.time())
                 )
             if answer is not None:
-                conn.execute(UPSERT_ANSWER, _answer_params(answer))
+                conn.execute(UPSERT_ANSWER, answer_params(answer))
             return recorded
 
         def refusing_unstorable(conn: Connection) -> bool:
@@ -182,7 +172,7 @@ class SqlStore:
             rows = conn.execute(
                 select(answers).where(answers.c.classifier == classifier, answers.c.domain.in_(wanted))
             ).mappings().all()
-            return {row["domain"]: _answer(row) for row in rows}
+            return {row["domain"]: stored_answer(row) for row in rows}
 
         return await self._run(work) if wanted else {}
 
@@ -230,70 +220,8 @@ def _job_in(conn: Connection, job_id: str) -> Job | None:
     ).mappings().all()
     return Job(
         id=row["id"], classifier=row["classifier"], status=JobStatus(row["status"]),
-        created_at=_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
-        reply_queue=row["reply_queue"], results=tuple(_domain_result(r) for r in rows),
+        created_at=epoch_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
+        reply_queue=row["reply_queue"], results=tuple(domain_result(r) for r in rows),
         error=row["error"], reply_sent=bool(row["reply_sent"]), reply_error=row["reply_error"],
         owner=row["owner"], idempotency_key=row["idempotency_key"],
     )
-
-
-def _time(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc)
-
-
-def _evidence_json(evidence: Iterable[Evidence]) -> str:
-    return json.dumps([{"url": e.url, "title": e.title, "snippet": e.snippet} for e in evidence])
-
-
-def _evidence(raw: str) -> tuple[Evidence, ...]:
-    return tuple(Evidence(url=e["url"], title=e.get("title", ""), snippet=e.get("snippet", "")) for e in json.loads(raw))
-
-
-def _optional_bool(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
-def _status_value(status: QuoteStatus | None) -> str | None:
-    return None if status is None else status.value
-
-
-def _quote_status(value: str | None) -> QuoteStatus | None:
-    return None if value is None else QuoteStatus(value)
-
-
-def _domain_result(row: Any) -> DomainResult:
-    return DomainResult(
-        domain=row["domain"], status=ResultStatus(row["status"]), answer=_optional_bool(row["answer"]),
-        confidence=row["confidence"], reason=row["reason"], source=Source(row["source"]) if row["source"] else None,
-        evidence=_evidence(row["evidence"]), error=row["error"], evidence_status=row["evidence_status"],
-        search_provider=row["search_provider"],
-        quote=row["quote"], quote_status=_quote_status(row["quote_status"]),
-        tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
-        answer_tokens_in=row["answer_tokens_in"], answer_tokens_out=row["answer_tokens_out"],
-        answer_cost_usd=row["answer_cost_usd"],
-    )
-
-
-def _answer(row: Any) -> Answer:
-    return Answer(
-        domain=row["domain"], classifier=row["classifier"], status=ResultStatus(row["status"]),
-        answered_at=_time(row["answered_at"]), source=Source(row["source"]), answer=_optional_bool(row["answer"]),
-        confidence=row["confidence"], reason=row["reason"], evidence=_evidence(row["evidence"]),
-        error=row["error"], raw_output=row["raw_output"], model=row["model"], prompt_version=row["prompt_version"],
-        evidence_status=row["evidence_status"], search_provider=row["search_provider"],
-        quote=row["quote"], quote_status=_quote_status(row["quote_status"]),
-        tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
-    )
-
-
-def _answer_params(answer: Answer) -> dict[str, Any]:
-    return {
-        "domain": answer.domain, "classifier": answer.classifier, "status": answer.status.value,
-        "source": answer.source.value, "answer": answer.answer, "confidence": answer.confidence,
-        "reason": answer.reason, "evidence": _evidence_json(answer.evidence), "error": answer.error,
-        "raw_output": answer.raw_output, "model": answer.model, "prompt_version": answer.prompt_version,
-        "answered_at": answer.answered_at.timestamp(), "evidence_status": answer.evidence_status,
-        "search_provider": answer.search_provider,
-        "quote": answer.quote, "quote_status": _status_value(answer.quote_status),
-        "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out, "cost_usd": answer.cost_usd,
-    }

@@ -46,6 +46,9 @@ job_domains = Table(
     Column("answer_tokens_in", Integer),
     Column("answer_tokens_out", Integer),
     Column("answer_cost_usd", Float),
+    Column("site_status", Text),
+    Column("redirected_to", Text),
+    Column("redirected_answer", Boolean),
 )
 
 answers = Table(
@@ -71,6 +74,9 @@ answers = Table(
     Column("tokens_in", Integer),
     Column("tokens_out", Integer),
     Column("cost_usd", Float),
+    Column("site_status", Text),
+    Column("redirected_to", Text),
+    Column("redirected_answer", Boolean),
 )
 
 known_companies = Table(

@@ -7,8 +7,9 @@ from importlib import metadata
 from typing import Any
 
 from firmsift.domain.idempotency import MAX_KEY_LENGTH
-from firmsift.domain.model import QuoteStatus
+from firmsift.domain.model import QuoteStatus, Source
 from firmsift.domain.quotes import MAX_QUOTE_CHARS
+from firmsift.domain.site_status import SiteStatus
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
 from firmsift.entrypoints.http.errors import MAX_DETAILS
 from firmsift.entrypoints.http.openapi_batches import batch_paths, batch_schemas
@@ -18,8 +19,9 @@ from firmsift.services.submit import max_entries
 JSON = "application/json"
 STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED"]
 RESULT_STATUSES = ["PENDING", "DONE", "FAILED"]
-SOURCES = ["known_company", "cache", "llm"]
+SOURCES = [source.value for source in Source]
 QUOTE_STATUSES = [status.value for status in QuoteStatus]
+SITE_STATUSES = [status.value for status in SiteStatus]
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -77,8 +79,8 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
         "Result": {
             "type": "object", "additionalProperties": False,
             "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                         "evidence_status", "search_provider", "quote", "quote_status", "error",
-                         *RESULT_COST_FIELDS],
+                         "evidence_status", "search_provider", "quote", "quote_status", "site_status",
+                         "redirected_to", "redirected_answer", "error", *RESULT_COST_FIELDS],
             "properties": {
                 "domain": {"type": "string"}, "status": {"enum": RESULT_STATUSES},
                 "answer": {"type": ["boolean", "null"]},
@@ -102,6 +104,18 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                     "`unverified` (not found, or too short or long to count), `no_quote` or `no_evidence` "
                     "keep the confidence at 2 at most and the answer cached 30 days at most; null where no "
                     "LLM answered (known company, pending, failed) or for answers stored before quotes")},
+                "site_status": {"enum": [*SITE_STATUSES, None], "description": (
+                    "what the pre-check found before any LLM call: `live`, `no_dns`, `unreachable` or "
+                    "`parked` (these three end the domain with answer null, source `precheck`, and the "
+                    "reason), `blocked` (a bot wall: evidence comes from the next search provider), "
+                    "`redirected` (to another site, named in `redirected_to`); null where no pre-check "
+                    "ran (known company, pre-check off, answers stored before it)")},
+                "redirected_to": {**nullable_string, "description": (
+                    "for `redirected`: the registrable domain the homepage leads to")},
+                "redirected_answer": {"type": ["boolean", "null"], "description": (
+                    "for `redirected`: the fresh answer the target already had for this classifier "
+                    "(reused as this domain's answer only when the operator turned that on); null "
+                    "when it had none")},
                 "error": nullable_string,
                 **RESULT_COST_PROPERTIES,
             },

@@ -1,4 +1,5 @@
-"""A domain's status from one cheap look: live, no DNS, unreachable, parked, blocked or redirected.
+"""A domain's status from one cheap look: live, no DNS, unreachable, parked, blocked or redirected
+(or unknown, when the DNS lookup itself failed and nothing was learned).
 
 The pre-check of issue 13: before paying the LLM for a domain, DNS and the start of the homepage
 say whether a company could be answering there at all. `site_status` is a pure function of the
@@ -11,8 +12,10 @@ Precedence, first match wins (each step is a function below, in `_STEPS`):
 2. parked       by DNS: a parking service's name servers, CNAME target or address. Before
                 "unreachable" on purpose: a parked domain whose parking server did not answer us
                 is still parked, and says more to the user than a timeout.
-3. unreachable  no response: refused, TLS failure, timeout, redirect loop, forbidden address,
-                or a DNS failure (SERVFAIL, timeout) with no response either.
+3. unknown      the DNS lookup failed (SERVFAIL, REFUSED, timeout) and nothing answered: that
+                says more about the resolver (overloaded, misconfigured) than about the
+                domain, so nothing is concluded and the domain is not ended.
+   unreachable  no response: refused, TLS failure, timeout, redirect loop, forbidden address.
 4. blocked      a bot wall or challenge page (by its signature).
 5. parked       by the page: a parking page, a for-sale notice, or a redirect that lands on
                 a parking service's host.
@@ -56,6 +59,7 @@ class SiteStatus(str, enum.Enum):
     PARKED = "parked"
     BLOCKED = "blocked"
     REDIRECTED = "redirected"
+    UNKNOWN = "unknown"  # the DNS lookup failed: nothing learned, the domain goes on as if unchecked
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ def _unreachable(facts: SiteFacts, _: Signatures) -> SiteVerdict | None:
     if facts.dns.outcome in (DnsOutcome.FAILED, DnsOutcome.TIMEOUT):
         words = "timed out" if facts.dns.outcome is DnsOutcome.TIMEOUT else "failed"
         detail = f" ({facts.dns.detail})" if facts.dns.detail else ""
-        return SiteVerdict(SiteStatus.UNREACHABLE, f"unreachable: its DNS lookup {words}{detail}")
+        return SiteVerdict(SiteStatus.UNKNOWN, f"unknown: its DNS lookup {words}{detail}")
     return SiteVerdict(SiteStatus.UNREACHABLE, "unreachable: the homepage gave no response")
 
 

@@ -66,7 +66,6 @@ ENDING = [
     ("no_dns_nxdomain", "no_dns", "NXDOMAIN"),
     ("no_dns_no_address_either", "no_dns", "no address"),
     ("unreachable_refused", "unreachable", "refused"),
-    ("unreachable_servfail", "unreachable", "SERVFAIL"),
     ("unreachable_origin_down", "unreachable", "HTTP 52"),
     ("parked_dns_sedo_ns", "parked", "parked at a domain marketplace (Sedo; name server ns1.sedoparking.com)"),
     ("parked_sedo_page", "parked", "Sedo"),
@@ -87,6 +86,15 @@ async def test_no_dns_unreachable_and_parked_end_the_domain_without_an_llm_call(
     assert graph.llm.history == []
     stored = graph.store.answers[(domain, "cpg")]
     assert (stored.source, stored.site_status, stored.answer) == (Source.PRECHECK, status, None)
+
+
+async def test_a_failed_dns_lookup_ends_nothing_and_the_llm_is_asked() -> None:
+    # SERVFAIL or a timeout says more about the resolver than the domain: no 7-day verdict on it.
+    graph = Graph()
+    domain = graph.add_case("unknown_servfail")
+    result = (await graph.run(domain)).results[0]
+    assert (result.source, result.answer, result.site_status) == (Source.LLM, True, "unknown")
+    assert graph.llm.calls_about(domain) == 1
 
 
 async def test_dns_that_settles_the_status_spares_the_homepage_look() -> None:

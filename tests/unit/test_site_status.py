@@ -79,10 +79,11 @@ def test_unreachable_wins_over_everything_the_page_would_say() -> None:
         assert verdict.reason.startswith("unreachable: ")
 
 
-def test_a_dns_failure_is_unreachable_only_without_a_response() -> None:
+def test_a_dns_failure_without_a_response_is_unknown_not_unreachable() -> None:
+    # An overloaded or broken resolver says nothing about the domain: nothing is concluded.
     failed = DnsFacts(DnsOutcome.FAILED, detail="SERVFAIL")
-    assert site_status(facts(dns=failed, http=False), SIGNATURES).reason == "unreachable: its DNS lookup failed (SERVFAIL)"
-    assert status_of(facts(dns=DnsFacts(DnsOutcome.TIMEOUT), http=False)) is SiteStatus.UNREACHABLE
+    assert site_status(facts(dns=failed, http=False), SIGNATURES).reason == "unknown: its DNS lookup failed (SERVFAIL)"
+    assert status_of(facts(dns=DnsFacts(DnsOutcome.TIMEOUT), http=False)) is SiteStatus.UNKNOWN
     assert status_of(facts(dns=failed)) is SiteStatus.LIVE
 
 

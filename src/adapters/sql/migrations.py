@@ -139,7 +139,7 @@ def _m005_quotes(_dialect: str) -> list[str]:
 
 
 def _m006_site_status(_dialect: str) -> list[str]:
-    # The pre-check's domain status (live / no_dns / unreachable / parked / blocked / redirected),
+    # The pre-check's domain status (live / no_dns / unreachable / parked / blocked / redirected / unknown),
     # where a redirect leads, and the target's answer when it had a fresh one; NULL where no
     # pre-check ran, and in rows stored before it.
     return [

@@ -108,7 +108,8 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                     "what the pre-check found before any LLM call: `live`, `no_dns`, `unreachable` or "
                     "`parked` (these three end the domain with answer null, source `precheck`, and the "
                     "reason), `blocked` (a bot wall: evidence comes from the next search provider), "
-                    "`redirected` (to another site, named in `redirected_to`); null where no pre-check "
+                    "`redirected` (to another site, named in `redirected_to`), `unknown` (the DNS lookup "
+                    "failed: nothing concluded, the LLM is asked); null where no pre-check "
                     "ran (known company, pre-check off, answers stored before it)")},
                 "redirected_to": {**nullable_string, "description": (
                     "for `redirected`: the registrable domain the homepage leads to")},

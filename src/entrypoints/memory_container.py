@@ -23,8 +23,10 @@ def in_memory_container(settings: Settings | None = None) -> Container:
     with its retries, rate budgets and metrics, the use-cases) is the production wiring.
 
     A test that varies one dependency overrides its provider before resolving anything, e.g.
-    `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The database-only providers
-    (engine, migrate, reply_reader) and the SQS ones have no in-memory counterpart.
+    `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The queue, the leases and the worker
+    share the `clock` provider: a test on a virtual-time event loop overrides it with the loop's.
+    The database-only providers (engine, migrate, reply_reader) and the SQS ones have no in-memory
+    counterpart.
     """
     container = Container(settings=settings or Settings())
     configured = container.settings.provided
@@ -34,12 +36,13 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         work_queue=providers.Singleton(
             InMemoryQueue, configured.queue_name, visibility_timeout=configured.visibility_timeout,
             max_receives=configured.max_receives, dead_letter_queue=configured.dead_letter_queue,
+            clock=container.clock,
         ),
         # Where the in-memory queue moves a message received max_receives times.
         dead_letters=container.work_queue.provided.dead_letters,
         intake=providers.Singleton(RecordThenPublish, container.store, container.work_queue),
         replies=providers.Singleton(InMemoryReplyPublisher),
-        leases=providers.Singleton(InMemoryLeases),
+        leases=providers.Singleton(InMemoryLeases, clock=container.clock),
         readiness=providers.Singleton(InMemoryReadiness, container.intake_outcomes),
         llm=providers.Singleton(ScriptedLLM),
         searches=providers.List(providers.Singleton(StaticSearch)),  # a chain of one provider, `static`

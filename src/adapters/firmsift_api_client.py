@@ -13,22 +13,26 @@ from firmsift.adapters.web.retry_after import retry_after_seconds
 from firmsift.ports.jobs_api import ClientError
 
 MAX_RETRY_AFTER = 60.0  # the longest Retry-After the client waits out before its next attempt
+MAX_RETRY_DELAY = 30.0  # the retry delay doubles after each failed attempt, up to this
 
 
 @contextlib.contextmanager
-def jobs_api(base_url: str, classifier: str, *, api_key: str | None) -> Iterator[HttpJobsApi]:
+def jobs_api(base_url: str, classifier: str, *, api_key: str | None,
+             retry_delay: float = 1.0) -> Iterator[HttpJobsApi]:
     """The API at `base_url`, asked with `classifier` and the caller's key (if any), for the
-    length of the block."""
+    length of the block; a failed request is tried again after `retry_delay` seconds, doubling."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     with httpx.Client(base_url=base_url, timeout=30, headers=headers) as http:
-        yield HttpJobsApi(http, classifier)
+        yield HttpJobsApi(http, classifier, retry_delay=retry_delay)
 
 
 class HttpJobsApi:
-    """The two calls of the API the client needs, with retries on overload and dropped connections."""
+    """The two calls of the API the client needs, with retries on overload and dropped connections:
+    `attempts` in all, the first retry after `retry_delay` seconds, each next one after twice as
+    long (at most MAX_RETRY_DELAY; longer if the API's Retry-After asks, up to MAX_RETRY_AFTER)."""
 
-    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6) -> None:
-        self.client, self.classifier, self.attempts = client, classifier, attempts
+    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6, retry_delay: float = 1.0) -> None:
+        self.client, self.classifier, self.attempts, self.retry_delay = client, classifier, attempts, retry_delay
 
     def submit(self, domains: list[str]) -> tuple[str | None, dict[str, str]]:
         """(job id, {domain: reason} of the domains the API refused); the rest are resubmitted."""
@@ -63,7 +67,7 @@ class HttpJobsApi:
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         for attempt in range(self.attempts):
             last = attempt == self.attempts - 1
-            wait = min(2.0**attempt, 30.0)
+            wait = min(self.retry_delay * 2.0**attempt, MAX_RETRY_DELAY)
             try:
                 response = self.client.request(method, path, **kwargs)
             except httpx.TransportError as error:

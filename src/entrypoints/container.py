@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -104,6 +105,9 @@ class Container(containers.DeclarativeContainer):
     """
 
     settings = providers.Dependency(instance_of=Settings)
+    # Measures intervals (the worker's heartbeat and liveness, the in-memory queue's and leases'
+    # timeouts): the event loop's own clock, so a test on a virtual-time loop overrides it with that.
+    clock = providers.Object(time.monotonic)
     metrics = providers.Singleton(Metrics)
     http_clients = providers.Singleton(contextlib.AsyncExitStack)
 
@@ -232,7 +236,7 @@ class Container(containers.DeclarativeContainer):
     worker = providers.Factory(
         Worker, worker_queue, replies, job_dependencies, worker_config, on_job_finished=metrics.provided.count_job,
         dead_letters=dead_letters, on_dead_lettered=providers.Callable(dead_letter_counter, metrics),
-        after_job=batch_replies.provided.after_job,
+        after_job=batch_replies.provided.after_job, clock=clock,
     )
 
     # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with

@@ -33,8 +33,10 @@ def in_memory_container(settings: Settings | None = None) -> Container:
     Everything above them (the HTTP API of `container.api()`, the worker with its retries, rate budgets and metrics, the use-cases) is the production wiring.
 
     A test that varies one dependency overrides its provider before resolving anything, e.g.
-    `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The database-only providers
-    (engine, migrate, reply_reader) and the SQS ones have no in-memory counterpart.
+    `container.llm.override(ScriptedLLM(reply, delay=1.0))`. The queue, the leases and the worker
+    share the `clock` provider: a test on a virtual-time event loop overrides it with the loop's.
+    The database-only providers (engine, migrate, reply_reader) and the SQS ones have no in-memory
+    counterpart.
     """
     container = Container(settings=settings or Settings())
     configured = container.settings.provided
@@ -44,6 +46,7 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         work_queue=providers.Singleton(
             InMemoryQueue, configured.queue_name, visibility_timeout=configured.visibility_timeout,
             max_receives=configured.max_receives, dead_letter_queue=configured.dead_letter_queue,
+            clock=container.clock,
         ),
         # Where the in-memory queue moves a message received max_receives times.
         dead_letters=container.work_queue.provided.dead_letters,
@@ -52,7 +55,7 @@ def in_memory_container(settings: Settings | None = None) -> Container:
         batch_intake=providers.Singleton(RecordBatchThenPublish, container.batches, container.store,
                                          container.work_queue),
         replies=providers.Singleton(InMemoryReplyPublisher),
-        leases=providers.Singleton(InMemoryLeases),
+        leases=providers.Singleton(InMemoryLeases, clock=container.clock),
         readiness=providers.Singleton(InMemoryReadiness, container.intake_outcomes),
         llm=providers.Singleton(ScriptedLLM),
         pricing=providers.Singleton(FixedPricing, 1.0, 2.0),  # USD per million tokens in and out, any model

@@ -40,7 +40,7 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
         worker = container.worker()
         if probe and settings.worker_probe_port is not None:
             await stack.enter_async_context(worker_probe(
-                settings.worker_probe_host, settings.worker_probe_port, last_poll=lambda: worker.last_poll,
+                settings.worker_probe_host, settings.worker_probe_port, seconds_since_poll=worker.seconds_since_poll,
                 stale_after=settings.wait_time + settings.visibility_timeout, metrics=container.metrics().exposition,
             ))
         await worker.run(stop)

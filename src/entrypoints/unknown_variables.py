@@ -16,6 +16,7 @@ OTHER_VARIABLES = {
     "FIRMSIFT_TEST_POSTGRES_URL": "tests: the PostgreSQL server to use",
     "FIRMSIFT_CHROMIUM": "tests: the Chromium that checks the evaluation report",
     "FIRMSIFT_CHAOS_SEED": "tests: replays a chaos run of tests/e2e/test_faults_kill.py",
+    "FIRMSIFT_TEST_WORKERS": "./dev test: how many pytest-xdist processes run the suite",
 }
 
 

@@ -198,11 +198,16 @@ def test_classify_usage_and_input_errors(tmp_path: Path) -> None:
     missing = firmsift("classify", "--csv", str(source), "--column", "website", "--api", "http://127.0.0.1:9")
     assert missing.returncode == 1
     assert "no column 'website' (found: 'Name', 'Web')" in missing.stderr
+    for delay in ("0", "-1", "nan"):
+        refused = firmsift("classify", "a.com", "--retry-delay", delay, "--api", "http://127.0.0.1:9")
+        assert refused.returncode == 2 and "--retry-delay must be more than 0 seconds" in refused.stderr
 
 
 def test_classify_without_a_running_api_fails_clearly(tmp_path: Path) -> None:
+    # Short retry delays: the default (1 s doubling, 6 attempts) would take 31 s to give up.
     with refusing_port() as port:
-        result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{port}", timeout=120)
+        result = firmsift("classify", "a.com", "--api", f"http://127.0.0.1:{port}", "--retry-delay", "0.01",
+                          timeout=120)
     assert result.returncode == 1 and "cannot reach the API" in result.stderr
 
 

@@ -67,3 +67,58 @@ def test_a_failed_install_stops_with_pip_s_own_words(tmp_path: Path) -> None:
     assert f"dev: pip failed (exit 1); its output is in {venv}/pip.log:" in failed.stderr
     assert "  Downloading litellm-1.0" in failed.stderr  # the log's tail, unfiltered
     assert not (venv / ".firmsift-installed").exists()
+
+
+def installed_venv(tmp_path: Path, lint_status: int = 0) -> Path:
+    """A fake venv already installed (stamped), whose python and lint-imports record their calls,
+    and an `npm` first on PATH that records its own (no test reaches a package registry)."""
+    venv = fake_venv(tmp_path)
+    (venv / "bin" / "lint-imports").write_text(
+        f'#!/bin/sh\necho "lint-imports" >> "$(dirname "$0")/../calls"\nexit {lint_status}\n')
+    (venv / "bin" / "lint-imports").chmod(0o755)
+    (venv / "bin" / "npm").write_text('#!/bin/sh\necho "npm $*" >> "$(dirname "$0")/../calls"\n')
+    (venv / "bin" / "npm").chmod(0o755)
+    (venv / ".firmsift-installed").touch()
+    return venv
+
+
+def dev_test(venv: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`./dev test ARGS`, and the calls it made (npm's aside) in order."""
+    done = dev(venv, "test", *args, PATH=f"{venv / 'bin'}:{os.environ['PATH']}", **env)
+    calls = venv / "calls"
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    return done, [line for line in lines if not line.startswith("npm ")]
+
+
+def test_the_suite_runs_on_four_xdist_processes_after_the_layer_contracts(tmp_path: Path) -> None:
+    done, calls = dev_test(installed_venv(tmp_path), "-q", "tests/e2e")
+    assert done.returncode == 0, done.stderr
+    assert calls == ["lint-imports", "-m pytest -n 4 --dist worksteal -q tests/e2e"]
+
+
+@pytest.mark.parametrize(("workers", "expected"), [("2", "-n 2"), ("0", "-n 0"), ("12", "-n 12")])
+def test_firmsift_test_workers_sets_the_process_count(tmp_path: Path, workers: str, expected: str) -> None:
+    done, calls = dev_test(installed_venv(tmp_path), FIRMSIFT_TEST_WORKERS=workers)
+    assert done.returncode == 0, done.stderr
+    assert calls == ["lint-imports", f"-m pytest {expected} --dist worksteal"]
+
+
+@pytest.mark.parametrize("workers", ["four", "-1", "2 -x", "3.5"])
+def test_a_worker_count_that_is_not_a_whole_number_is_refused(tmp_path: Path, workers: str) -> None:
+    done, calls = dev_test(installed_venv(tmp_path), FIRMSIFT_TEST_WORKERS=workers)
+    assert done.returncode == 2
+    assert f"FIRMSIFT_TEST_WORKERS must be a whole number (0: no worker processes), not '{workers}'" in done.stderr
+    assert not [call for call in calls if "pytest" in call]
+
+
+def test_fast_runs_the_layer_contracts_and_the_unit_tests_only(tmp_path: Path) -> None:
+    done, calls = dev_test(installed_venv(tmp_path), "--fast", "-x", FIRMSIFT_TEST_WORKERS="3")
+    assert done.returncode == 0, done.stderr
+    assert calls == ["lint-imports", "-m pytest tests/unit -x"]
+
+
+@pytest.mark.parametrize("args", [(), ("--fast",)])
+def test_broken_layer_contracts_stop_before_any_test(tmp_path: Path, args: tuple[str, ...]) -> None:
+    done, calls = dev_test(installed_venv(tmp_path, lint_status=1), *args)
+    assert done.returncode == 1
+    assert calls == ["lint-imports"]

@@ -134,7 +134,7 @@ def test_a_batch_over_the_api_limit_names_the_batch_size_to_pass() -> None:
 def _arguments(source, output, api: str, **overrides) -> argparse.Namespace:
     options = dict(domains=[], csv_file=source, column="website", encoding=None, delimiter=None, api=api,
                    api_key=None, classifier="cpg", batch_size=2, jobs_in_flight=10, format="csv", output=output,
-                   timeout=0.5, poll_interval=0.01)
+                   timeout=0.5, poll_interval=0.01, retry_delay=0.01)
     return argparse.Namespace(**{**options, **overrides})
 
 

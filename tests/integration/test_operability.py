@@ -2,7 +2,6 @@
 
 import asyncio
 import sqlite3
-import time
 from pathlib import Path
 
 import httpx
@@ -111,8 +110,8 @@ def test_metrics_count_accepted_jobs(container) -> None:
 
 @pytest.mark.anyio
 async def test_worker_probe_reports_liveness_and_metrics(container) -> None:
-    last_poll = {"at": time.monotonic()}
-    async with worker_probe("127.0.0.1", 0, last_poll=lambda: last_poll["at"], stale_after=5,
+    since_poll = {"seconds": 0.0}
+    async with worker_probe("127.0.0.1", 0, seconds_since_poll=lambda: since_poll["seconds"], stale_after=5,
                             metrics=container.metrics().exposition) as port:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
             healthy = await client.get("/healthz")
@@ -120,9 +119,9 @@ async def test_worker_probe_reports_liveness_and_metrics(container) -> None:
             assert "firmsift_jobs_accepted_total" in (await client.get("/metrics")).text
             assert (await client.get("/nope")).status_code == 404
             assert (await client.post("/healthz")).status_code == 405
-            last_poll["at"] -= 60
+            since_poll["seconds"] = 60.04
             stuck = await client.get("/healthz")
-            assert stuck.status_code == 503 and stuck.json()["status"] == "stuck"
+            assert stuck.status_code == 503 and stuck.json() == {"status": "stuck", "seconds_since_poll": 60.0}
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"garbage\r\n\r\n")
         await writer.drain()

@@ -53,12 +53,15 @@ class LlamaServer:
 
 def start_llama_server(processes: Processes, where: Layout, *, timeout: float = 120) -> LlamaServer:
     """`python -m llama_cpp.server` on port 0 (the server binds it; uvicorn logs the port it got), one model
-    slot, two threads, a context large enough for the classifier's prompt with evidence."""
+    slot, a context large enough for the classifier's prompt with evidence, and as many threads as
+    cores (up to 4), or one when pytest-xdist runs other tests beside it: llama.cpp's threads wait
+    for each other by spinning, so threads competing for busy cores stall them all."""
     started = time.monotonic()
+    threads = 1 if os.environ.get("PYTEST_XDIST_WORKER") else min(os.cpu_count() or 2, 4)
     process = processes.start(
         "llama-cpp-server", str(where.python), "-m", "llama_cpp.server",
         "--model", str(where.model), "--model_alias", MODEL_ALIAS,
-        "--host", "127.0.0.1", "--port", "0", "--n_ctx", "4096", "--n_threads", str(min(os.cpu_count() or 2, 4)),
+        "--host", "127.0.0.1", "--port", "0", "--n_ctx", "4096", "--n_threads", str(threads),
         # its __main__ lets HOST and PORT from the environment override the flags: pin them too
         extra_env={"PYTHONUNBUFFERED": "1", "HOST": "127.0.0.1", "PORT": "0"},
     )

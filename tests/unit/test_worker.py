@@ -1,5 +1,6 @@
 """The queue consumer, as the in-memory container builds it: acknowledge only after success,
-replies, poison messages."""
+replies, poison messages. On a virtual-time event loop (the container's clock is the loop's):
+heartbeats, visibility timeouts and grace periods pass without waiting, in the same order."""
 
 import asyncio
 import contextlib
@@ -19,26 +20,32 @@ from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker
-from tests.support.queue_backends import FakeClock
+from tests.support.virtual_time import VIRTUAL_TIME_BACKEND, loop_clock
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, tzinfo=timezone.utc)
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Snacks."}'
 
 
+@pytest.fixture
+def anyio_backend() -> object:
+    return VIRTUAL_TIME_BACKEND
+
+
 def in_memory(llm: ScriptedLLM, **settings: Any) -> Container:
-    """The in-memory graph, its worker polling without waiting and answering with `llm`."""
+    """The in-memory graph on the event loop's clock, its worker polling without waiting and
+    answering with `llm`."""
     container = in_memory_container(Settings(wait_time=0, llm_concurrency=4, **settings))
     container.llm.override(llm)
+    container.clock.override(loop_clock)
     return container
 
 
 @pytest.fixture
-def parts():
-    clock = FakeClock()
-    container = in_memory(ScriptedLLM(YES), visibility_timeout=30, max_job_seconds=60, worker_jobs=2)
-    container.work_queue.override(InMemoryQueue("jobs", visibility_timeout=30, max_receives=3, clock=clock))
-    return container.store(), container.work_queue(), container.replies(), container.worker(), clock
+async def parts():
+    container = in_memory(ScriptedLLM(YES), visibility_timeout=30, max_receives=3, max_job_seconds=60,
+                          worker_jobs=2)
+    return container.store(), container.work_queue(), container.replies(), container.worker()
 
 
 async def add_job(store: InMemoryStore, queue: InMemoryQueue, job_id: str, reply_queue: str | None = None) -> None:
@@ -53,7 +60,7 @@ async def handle_one(queue: InMemoryQueue, worker: Worker) -> None:
 
 
 async def test_a_finished_job_is_replied_to_then_deleted(parts) -> None:
-    store, queue, replies, worker, _clock = parts
+    store, queue, replies, worker = parts
     await add_job(store, queue, "job-1", reply_queue="team")
     await handle_one(queue, worker)
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
@@ -67,21 +74,21 @@ async def test_a_finished_job_is_replied_to_then_deleted(parts) -> None:
 
 @pytest.mark.parametrize("body", ["not json", "[]", '{"job": 1}', '{"job_id": ""}', '{"job_id": 5}', "{" * 10000])
 async def test_malformed_messages_are_deleted_at_once(parts, body: str) -> None:
-    _store, queue, _replies, worker, _clock = parts
+    _store, queue, _replies, worker = parts
     await queue.send(body, group_id="g", dedup_id="d")
     await handle_one(queue, worker)
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
 
 
 async def test_unknown_job_ids_are_deleted_at_once(parts) -> None:
-    _store, queue, _replies, worker, _clock = parts
+    _store, queue, _replies, worker = parts
     await queue.send(json.dumps({"job_id": "ghost"}), group_id="ghost", dedup_id="ghost")
     await handle_one(queue, worker)
     assert (await queue.approximate_counts()) == {"visible": 0, "in_flight": 0}
 
 
 async def test_an_unwritable_reply_queue_is_recorded_and_never_blocks_the_job(parts) -> None:
-    store, queue, replies, worker, _clock = parts
+    store, queue, replies, worker = parts
     replies.fail_next_publish(QueueUnavailable("no such queue: team"))
     await add_job(store, queue, "job-1", reply_queue="team")
     await handle_one(queue, worker)
@@ -91,7 +98,7 @@ async def test_an_unwritable_reply_queue_is_recorded_and_never_blocks_the_job(pa
 
 
 async def test_a_reply_error_quoting_poison_is_recorded_storable(parts) -> None:
-    store, queue, replies, worker, _clock = parts
+    store, queue, replies, worker = parts
     replies.fail_next_publish(QueueUnavailable("no such queue: te\x00am\ud800"))
     await add_job(store, queue, "job-1", reply_queue="team")
     await handle_one(queue, worker)
@@ -99,7 +106,7 @@ async def test_a_reply_error_quoting_poison_is_recorded_storable(parts) -> None:
 
 
 async def test_a_failing_job_is_not_deleted_and_comes_back(parts) -> None:
-    store, queue, _replies, worker, clock = parts
+    store, queue, _replies, worker = parts
     await add_job(store, queue, "job-1")
 
     async def broken(*_args, **_kwargs):
@@ -112,13 +119,13 @@ async def test_a_failing_job_is_not_deleted_and_comes_back(parts) -> None:
     stop.set()
     await run
     assert (await queue.approximate_counts())["in_flight"] == 1
-    clock.now += 31
+    await asyncio.sleep(31)  # past the visibility timeout
     [again] = await queue.receive()
     assert again.receive_count == 2
 
 
 async def test_worker_runs_jobs_until_stopped(parts) -> None:
-    store, queue, _replies, worker, _clock = parts
+    store, queue, _replies, worker = parts
     for n in range(5):
         await add_job(store, queue, f"job-{n}")
     stop = asyncio.Event()

@@ -32,6 +32,8 @@ def run_classify(args: argparse.Namespace) -> int:
     for option in ("batch_size", "jobs_in_flight"):
         if getattr(args, option) < 1:
             return _usage(f"--{option.replace('_', '-')} must be at least 1")
+    if not args.retry_delay > 0:
+        return _usage("--retry-delay must be more than 0 seconds")
     part = None
     try:
         with contextlib.ExitStack() as stack:
@@ -41,7 +43,8 @@ def run_classify(args: argparse.Namespace) -> int:
                       else CsvRowWriter(out, header, fmt.delimiter if fmt else ","))
             progress = ProgressLine()
             api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
-            api = stack.enter_context(jobs_api(args.api, args.classifier, api_key=api_key))
+            api = stack.enter_context(jobs_api(args.api, args.classifier, api_key=api_key,
+                                               retry_delay=args.retry_delay))
             reporter = RowReporter(where, progress)
             classifier = OrderedClassifier(api, writer, batch_size=args.batch_size,
                                            jobs_in_flight=args.jobs_in_flight, poll_interval=args.poll_interval,

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--timeout", type=float, default=3600,
                           help="give up when no answer arrived for this many seconds (default 3600)")
     classify.add_argument("--poll-interval", type=float, default=1.0, help="seconds between polls (default 1)")
+    classify.add_argument("--retry-delay", type=float, default=1.0,
+                          help="seconds before retrying a request the API did not answer or refused as busy "
+                               "(429, 502-504), doubling after each retry up to 30; 6 attempts in all (default 1)")
 
     add_eval_parser(commands)
     add_llm_parser(commands)

@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.background import alongside
+from firmsift.domain.clock import Clock
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document, reply_dedup_id
 from firmsift.domain.model import Job
@@ -35,25 +35,32 @@ class WorkerConfig:
 
 
 class Worker:
-    """Runs jobs concurrently (at most max_jobs), deleting a message only after its job succeeded."""
+    """Runs jobs concurrently (at most max_jobs), deleting a message only after its job succeeded.
+    `clock` is the one the event loop waits by (time.monotonic), or a test's virtual one."""
 
     def __init__(self, queue: WorkQueue, replies: ReplyPublisher, deps: JobDependencies,
-                 config: WorkerConfig, on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None,
+                 config: WorkerConfig, *, clock: Clock,
+                 on_job_finished: Callable[[Job, float], None] = lambda job, seconds: None,
                  dead_letters: WorkQueue | None = None,
                  on_dead_lettered: Callable[[Job], None] = lambda job: None,
                  after_job: Callable[[Job], Awaitable[None]] | None = None) -> None:
         self.queue = queue
+        self.clock = clock
         self.dead_letters = dead_letters
         self.on_dead_lettered = on_dead_lettered
         # Run after each finished job is replied to (a batch's one reply when its last job ends);
         # a failure leaves the message to be redelivered, so it runs again.
         self.after_job = after_job
         self.on_job_finished = on_job_finished
-        self.last_poll = time.monotonic()  # for the liveness probe: the loop is turning
+        self.last_poll = clock()  # for the liveness probe: the loop is turning
         self.replies = replies
         self.deps = deps
         self.config = config
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def seconds_since_poll(self) -> float:
+        """For the liveness probe: how long ago the loop last turned."""
+        return self.clock() - self.last_poll
 
     async def run(self, stop: asyncio.Event) -> None:
         """Receive and handle messages until `stop` is set, then let jobs in hand finish
@@ -61,7 +68,7 @@ class Worker:
         errors = 0
         watcher = asyncio.create_task(self.watch_dead_letters(stop)) if self.dead_letters else None
         while not stop.is_set():
-            self.last_poll = time.monotonic()
+            self.last_poll = self.clock()
             free = min(self.config.max_jobs - len(self._tasks), MAX_BATCH)
             if free <= 0:
                 # Bounded, so the loop keeps turning (and the liveness probe stays green) while busy.
@@ -130,7 +137,7 @@ class Worker:
             log.warning("malformed message deleted", extra={"message_id": message.message_id})
             await self._delete(message)
             return
-        started = time.monotonic()
+        started = self.clock()
         async with self._heartbeat(message):
             job = await process_job(job_id, self.deps)
             if job is None:
@@ -138,7 +145,7 @@ class Worker:
             else:
                 await self._reply(job)
                 await self._after(job)
-                self.on_job_finished(job, time.monotonic() - started)
+                self.on_job_finished(job, self.clock() - started)
                 log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
                                                 "receive_count": message.receive_count})
         await self._delete(message)
@@ -174,12 +181,12 @@ class Worker:
     async def _heartbeat(self, message: QueueMessage) -> AsyncIterator[None]:
         """Keep the message hidden while its job runs, up to max_job_seconds in all."""
         timeout = self.config.visibility_timeout
-        deadline = time.monotonic() + self.config.max_job_seconds
+        deadline = self.clock() + self.config.max_job_seconds
 
         async def beat() -> None:
             while True:
                 await asyncio.sleep(timeout / 3)
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self.clock()
                 if remaining <= 0:
                     log.warning("job exceeded max_job_seconds; its lease is no longer extended",
                                 extra={"message_id": message.message_id})

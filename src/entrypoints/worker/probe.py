@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 
 log = logging.getLogger(__name__)
@@ -14,7 +13,7 @@ MAX_REQUEST_BYTES = 8192
 
 
 @contextlib.asynccontextmanager
-async def worker_probe(host: str, port: int, *, last_poll: Callable[[], float], stale_after: float,
+async def worker_probe(host: str, port: int, *, seconds_since_poll: Callable[[], float], stale_after: float,
                        metrics: Callable[[], tuple[bytes, str]]) -> AsyncIterator[int]:
     """Serve the probe while the block runs; yields the bound port (useful with port 0)."""
 
@@ -22,7 +21,7 @@ async def worker_probe(host: str, port: int, *, last_poll: Callable[[], float], 
         try:
             request_line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             method, path, *_ = request_line.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
-            status, body, content_type = _respond(method, path, last_poll, stale_after, metrics)
+            status, body, content_type = _respond(method, path, seconds_since_poll, stale_after, metrics)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
             status, body, content_type = 400, b'{"error": "bad request"}', "application/json"
         head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\nContent-Type: {content_type}\r\n"
@@ -42,12 +41,12 @@ async def worker_probe(host: str, port: int, *, last_poll: Callable[[], float], 
         await server.wait_closed()
 
 
-def _respond(method: str, path: str, last_poll: Callable[[], float], stale_after: float,
+def _respond(method: str, path: str, seconds_since_poll: Callable[[], float], stale_after: float,
              metrics: Callable[[], tuple[bytes, str]]) -> tuple[int, bytes, str]:
     if method != "GET":
         return 405, b'{"error": "method not allowed"}', "application/json"
     if path == "/healthz":
-        age = time.monotonic() - last_poll()
+        age = seconds_since_poll()
         healthy = age <= stale_after
         body = json.dumps({"status": "ok" if healthy else "stuck", "seconds_since_poll": round(age, 1)})
         return (200 if healthy else 503), body.encode(), "application/json"

@@ -80,9 +80,15 @@ def test_a_key_over_its_daily_limit_gets_429_on_both_intake_routes_and_others_do
     with TestClient(container.api(), raise_server_exceptions=False) as client:
         assert_exhausted(classify(client, tight), "key", 0.05, 0.06)
         assert_exhausted(batch(client, tight), "key", 0.05, 0.06)
-        assert "this API key's daily spend limit" in classify(client, tight).json()["error"]["message"]
+        classify_error = classify(client, tight).json()["error"]
+        assert "this API key's daily spend limit" in classify_error["message"]
         assert classify(client, free).status_code == 202
         assert batch(client, free).status_code == 202
+        document = client.get("/openapi.json").json()
+    described = document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]
+    assert set(classify_error) <= set(described)
+    for path in ("/domains/classify", "/batches"):
+        assert "budget_exhausted" in document["paths"][path]["post"]["responses"]["429"]["description"]
     with container.engine().connect() as conn:  # nothing of the refused key's was stored
         owners = conn.exec_driver_sql("SELECT owner FROM jobs").scalars().all()
     assert owners.count(tight.record.id) == 1

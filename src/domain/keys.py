@@ -18,11 +18,12 @@ MAX_NAME_LENGTH = 100
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request acts for: the owner recorded on its jobs, and the reply queues it may name
-    (None: any, when authentication is off; empty: none)."""
+    """Who a request acts for: the owner recorded on its jobs, the reply queues it may name
+    (None: any, when authentication is off; empty: none) and its daily spend limit in USD (None: none)."""
 
     owner: str
     reply_queues: frozenset[str] | None
+    daily_limit_usd: float | None = None
 
 
 ANONYMOUS = Caller(owner="", reply_queues=None)
@@ -37,13 +38,14 @@ class ApiKey:
     reply_queues: tuple[str, ...]
     created_at: datetime
     revoked_at: datetime | None = None
+    daily_limit_usd: float | None = None  # what the key's jobs may spend a UTC day; None: no limit of its own
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
 
     def caller(self) -> Caller:
-        return Caller(owner=self.id, reply_queues=frozenset(self.reply_queues))
+        return Caller(owner=self.id, reply_queues=frozenset(self.reply_queues), daily_limit_usd=self.daily_limit_usd)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from firmsift.adapters.sql.keys import SqlApiKeys
 from firmsift.adapters.sql.leases import SqlLeases
 from firmsift.adapters.sql.migrations import upgrade
 from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.sql.spend import SqlSpendLedger
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.lazy_adapters import (
@@ -50,6 +51,7 @@ from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
 from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.batches import BatchReplies
+from firmsift.services.budgets import Budgets
 from firmsift.services.precheck import Precheck
 from firmsift.services.process import JobDependencies
 from firmsift.services.search_chain import SearchChain
@@ -117,6 +119,9 @@ class Container(containers.DeclarativeContainer):
     )
     store = providers.Singleton(SqlStore, engine)
     api_keys = providers.Singleton(SqlApiKeys, engine)
+    # Daily spend limits: the key's own and FIRMSIFT_DAILY_SPEND_LIMIT_USD, against what finished today (UTC).
+    spend_ledger = providers.Singleton(SqlSpendLedger, engine)
+    budgets = providers.Singleton(Budgets, spend_ledger, api_keys, settings.provided.daily_spend_limit_usd)
     backend = settings.provided.queue_backend
 
     # The database queue (SQLite or PostgreSQL): the embedded default, and production without SQS.
@@ -194,7 +199,7 @@ class Container(containers.DeclarativeContainer):
     api = providers.Factory(
         create_app, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
         intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
-        batches=batches, batch_replies=batch_replies,
+        batches=batches, batch_replies=batch_replies, budgets=budgets,
     )
 
     # What a worker uses: each attempt waits for its slot in the per-minute budget, retries with
@@ -226,12 +231,14 @@ class Container(containers.DeclarativeContainer):
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
         lease_holder=providers.Callable(lease_holder_name),
         precheck=providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures),
+        spend_gate=budgets.provided.refusal_for_owner,
     )
     worker_config = providers.Factory(
         WorkerConfig, wait_time=settings.provided.wait_time, visibility_timeout=settings.provided.visibility_timeout,
         max_job_seconds=settings.provided.max_job_seconds, max_jobs=settings.provided.worker_jobs,
         dead_letter_check_interval=settings.provided.dead_letter_check_interval,
         shutdown_grace=settings.provided.shutdown_grace_seconds,
+        budget_recheck_seconds=settings.provided.budget_recheck_seconds,
     )
     worker = providers.Factory(
         Worker, worker_queue, replies, job_dependencies, worker_config, on_job_finished=metrics.provided.count_job,

@@ -43,6 +43,7 @@ def in_memory_container(settings: Settings | None = None) -> Container:
     container.override_providers(
         store=providers.Singleton(InMemoryStore),
         api_keys=providers.Singleton(InMemoryApiKeys),
+        spend_ledger=container.store,
         work_queue=providers.Singleton(
             InMemoryQueue, configured.queue_name, visibility_timeout=configured.visibility_timeout,
             max_receives=configured.max_receives, dead_letter_queue=configured.dead_letter_queue,

@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     auth: Literal["auto", "required", "off"] = Field(
         "auto", description="API keys: auto (off when the API listens on loopback only), required, off (loopback only)")
     rate_limit_per_minute: int = Field(600, ge=0, description="requests a minute per API key, per API process; 0: none")
+    daily_spend_limit_usd: float | None = Field(
+        None, ge=0, le=1_000_000, allow_inf_nan=False,
+        description="USD every key together may spend a UTC day (empty: no global limit)")
+    budget_recheck_seconds: float = Field(
+        300.0, gt=0, le=43200, description="how long a job paused by a spend limit waits before it is checked again")
     worker_jobs: int = Field(4, ge=1, le=256, description="jobs one worker processes at once")
     domain_concurrency: int = Field(10, ge=1, le=256, description="domains of one job processed at once")
     classifiers_dir: Path | None = None
@@ -116,6 +121,11 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     worker_probe_port: int | None = Field(None, ge=0, le=65535, description="worker /healthz and /metrics port")
     worker_probe_host: str = "127.0.0.1"
+
+    @field_validator("daily_spend_limit_usd", mode="before")
+    @classmethod
+    def _empty_limit_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("database_url")
     @classmethod

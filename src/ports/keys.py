@@ -21,3 +21,10 @@ class ApiKeyStore(Protocol):
     async def revoke(self, key_id: str, at: datetime) -> ApiKey | None:
         """Mark the key revoked (keeping an earlier revocation time); the key as now stored, or
         None if there is no such key."""
+
+    async def get_key(self, key_id: str) -> ApiKey | None:
+        """The key with this id, revoked or not, or None."""
+
+    async def set_daily_limit(self, key_id: str, limit_usd: float | None) -> ApiKey | None:
+        """Set (None: remove) the key's daily spend limit; the key as now stored, or None if
+        there is no such key."""

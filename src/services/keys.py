@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.budgets import check_limit
 from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import InvalidRequest, Rejection
 from firmsift.domain.keys import (
@@ -32,14 +33,17 @@ async def create_key(
     reply_queues: Iterable[str],
     keys: ApiKeyStore,
     *,
+    daily_limit_usd: float | None = None,
     now: Callable[[], datetime] = utc_now,
 ) -> IssuedKey:
-    """Make and store a new key allowed to name `reply_queues` (none if empty)."""
+    """Make and store a new key allowed to name `reply_queues` (none if empty), with its own daily
+    spend limit in USD (None: none but the global one)."""
     name = name.strip()
     if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
         raise InvalidRequest("invalid key name", (Rejection(name, f"must be 1-{MAX_NAME_LENGTH} printable characters"),))
     queues = tuple(dict.fromkeys(q for q in (check_reply_queue(r) for r in reply_queues) if q))
-    record = ApiKey(id=new_key_id(), name=name, reply_queues=queues, created_at=now())
+    record = ApiKey(id=new_key_id(), name=name, reply_queues=queues, created_at=now(),
+                    daily_limit_usd=check_limit(daily_limit_usd))
     secret = new_secret()
     await keys.add_key(record, digest_of(secret))
     return IssuedKey(record=record, secret=secret)

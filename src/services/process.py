@@ -7,12 +7,13 @@ import contextlib
 import logging
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from firmsift.domain.background import alongside
+from firmsift.domain.budgets import BudgetExhausted, SpendingPaused
 from firmsift.domain.clock import utc_now
 from firmsift.domain.evidence_status import after_failed_search, after_search
 from firmsift.domain.evidence_use import evidence_provider
@@ -66,6 +67,9 @@ class JobDependencies:
     lease_poll_seconds: float = 0.5
     lease_wait_seconds: float = 300.0  # longest wait for another worker's answer before asking anyway
     precheck: Precheck | None = None  # a cheap look at the domain before the LLM (None: off)
+    # Why a job's owner (its API key id) may not spend now, or None; asked before each domain that
+    # would need the pre-check and the LLM (None: no spend limits).
+    spend_gate: Callable[[str], Awaitable[BudgetExhausted | None]] | None = None
 
     def is_fresh(self, answer: Answer, classifier: Classifier) -> bool:
         """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age."""
@@ -79,6 +83,8 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
 
     Domains already finished in this job (a redelivery after a crash) are skipped; the others
     run concurrently, bounded by domain_concurrency. A provider failure fails only its domain.
+    A domain that would cost money while a spend limit is reached is left PENDING; once the
+    others are done the job is PENDING again and SpendingPaused is raised (nothing fails).
     """
     job = await deps.jobs.get_job(job_id)
     if job is None:
@@ -96,10 +102,15 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
     known = await deps.known.find_known(with_parents(pending)) if classifier.uses_known_companies else {}
     cached = await deps.answers.get_answers(pending, classifier.name)
     slots = asyncio.Semaphore(deps.domain_concurrency)
+    refusals: list[BudgetExhausted] = []
 
     async def run(domain: str) -> None:
         async with slots:
-            result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps)
+            try:
+                result, answer = await _answer_domain(domain, classifier, known, cached.get(domain), deps, job.owner)
+            except SpendingPaused as paused:
+                refusals.append(paused.refusal)  # caught here: the TaskGroup must not cancel paid calls
+                return
             result = await _save(job.id, result, answer, deps)
             if answer is not None and deps.leases is not None:
                 # Only now that the answer is stored (or refused) may another worker look for it.
@@ -114,6 +125,10 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
     async with asyncio.TaskGroup() as group:
         for domain in pending:
             group.create_task(run(domain))
+    if refusals:
+        await deps.jobs.set_job_status(job.id, JobStatus.PENDING, only_from=(JobStatus.RUNNING,))
+        log.info("job paused by a spend limit", extra={"job_id": job.id, "paused_domains": len(refusals)})
+        raise SpendingPaused(refusals[-1])
     finished = await deps.jobs.get_job(job.id)
     assert finished is not None
     all_failed = all(r.status is ResultStatus.FAILED for r in finished.results)
@@ -153,8 +168,11 @@ async def _answer_domain(
     known: Mapping[str, KnownCompany],
     cached: Answer | None,
     deps: JobDependencies,
+    owner: str,
 ) -> tuple[DomainResult, Answer | None]:
-    """(the job's result, the answer to upsert in the cache or None) for one domain."""
+    """(the job's result, the answer to upsert in the cache or None) for one domain. Known
+    companies and fresh cached answers cost nothing and are served whatever the spend; any other
+    path raises SpendingPaused while the owner's (or the global) daily limit is reached."""
     company = known_company(domain, known)
     if company is not None:
         return DomainResult(
@@ -168,6 +186,8 @@ async def _answer_domain(
         ), None
     if cached is not None and deps.is_fresh(cached, classifier):
         return DomainResult.from_answer(cached, Source.CACHE, paid=False), None
+    if deps.spend_gate is not None and (refusal := await deps.spend_gate(owner)) is not None:
+        raise SpendingPaused(refusal)
     site = None
     if deps.precheck is not None:
         site = await deps.precheck.check(domain, classifier, deps.answers, deps.now())

@@ -181,7 +181,7 @@ def test_keys_cli_prints_a_key_once_stores_only_its_digest_and_revokes(tmp_path:
     assert row["id"] in created.stderr
     with sqlite3.connect(tmp_path / "cli.db") as db:
         stored = db.execute("SELECT * FROM api_keys").fetchall()
-    assert stored == [(row["id"], "billing", digest_of(secret), '["billing-replies"]', stored[0][4], None)]
+    assert stored == [(row["id"], "billing", digest_of(secret), '["billing-replies"]', stored[0][4], None, None)]
     for file in tmp_path.glob("cli.db*"):  # the database and its WAL
         assert secret.encode() not in file.read_bytes()
 
@@ -192,6 +192,30 @@ def test_keys_cli_prints_a_key_once_stores_only_its_digest_and_revokes(tmp_path:
     assert unknown.returncode == 1 and "key_nope" in unknown.stderr
     bad = firmsift(tmp_path, "keys", "create", "--name", "x", "--reply-queue", "no spaces!")
     assert bad.returncode == 2 and "X-Reply-Queue" in bad.stderr
+
+
+def test_keys_cli_sets_and_shows_daily_limits_and_spend_today(tmp_path: Path) -> None:
+    assert firmsift(tmp_path, "db", "upgrade").returncode == 0
+    created = firmsift(tmp_path, "keys", "create", "--name", "capped", "--daily-limit", "5")
+    assert created.returncode == 0, created.stderr
+    listed = firmsift(tmp_path, "keys", "list", FIRMSIFT_DAILY_SPEND_LIMIT_USD="20")
+    [row] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert (row["daily_limit_usd"], row["spent_today_usd"], row["cost_unknown_today"]) == (5, 0, 0)
+    assert "all keys spent 0 USD of a global limit of 20 USD" in listed.stderr
+    assert "global limit of none" in firmsift(tmp_path, "keys", "list", FIRMSIFT_DAILY_SPEND_LIMIT_USD="").stderr
+
+    raised = firmsift(tmp_path, "keys", "set-limit", row["id"], "12.5")
+    assert raised.returncode == 0 and "a daily limit of 12.5 USD" in raised.stdout
+    assert json.loads(firmsift(tmp_path, "keys", "list").stdout)["daily_limit_usd"] == 12.5
+    removed = firmsift(tmp_path, "keys", "set-limit", row["id"], "none")
+    assert removed.returncode == 0 and "no daily limit" in removed.stdout
+    assert json.loads(firmsift(tmp_path, "keys", "list").stdout)["daily_limit_usd"] is None
+
+    unknown = firmsift(tmp_path, "keys", "set-limit", "key_nope", "1")
+    assert unknown.returncode == 1 and "key_nope" in unknown.stderr
+    for bad in (["set-limit", row["id"], "-3"], ["set-limit", row["id"], "lots"], ["create", "--name", "x", "--daily-limit", "nan"]):
+        refused = firmsift(tmp_path, "keys", *bad)
+        assert refused.returncode == 2 and "USD" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("command", ["api", "serve"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,15 @@ async def test_list_is_oldest_first_and_revoke_keeps_the_first_time(keys) -> Non
     assert (await keys.find_by_digest("d2")).revoked
     assert not (await keys.find_by_digest("d1")).revoked
     assert await keys.revoke("key_missing", NOW) is None
+
+
+async def test_a_daily_limit_is_stored_set_and_removed(keys) -> None:
+    await keys.add_key(key("key_a"), "digest-a")
+    assert (await keys.get_key("key_a")).daily_limit_usd is None
+    assert (await keys.set_daily_limit("key_a", 2.5)).daily_limit_usd == 2.5
+    assert (await keys.find_by_digest("digest-a")).daily_limit_usd == 2.5
+    assert (await keys.set_daily_limit("key_a", None)).daily_limit_usd is None
+    assert await keys.set_daily_limit("key_missing", 1.0) is None
+    assert await keys.get_key("key_missing") is None
+    await keys.add_key(replace(key("key_b"), daily_limit_usd=0.0), "digest-b")
+    assert (await keys.get_key("key_b")).daily_limit_usd == 0.0

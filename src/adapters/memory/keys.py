@@ -35,3 +35,12 @@ class InMemoryApiKeys:
         if key is not None and key.revoked_at is None:
             key = self.keys[key_id] = replace(key, revoked_at=at)
         return key
+
+    async def get_key(self, key_id: str) -> ApiKey | None:
+        return self.keys.get(key_id)
+
+    async def set_daily_limit(self, key_id: str, limit_usd: float | None) -> ApiKey | None:
+        key = self.keys.get(key_id)
+        if key is not None:
+            key = self.keys[key_id] = replace(key, daily_limit_usd=limit_usd)
+        return key

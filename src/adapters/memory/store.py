@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable
 from dataclasses import replace
+from datetime import datetime
 
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
 from firmsift.domain.outside_text import check_storable
+from firmsift.domain.spend import Spend, total_spend
 
 
 class InMemoryStore:
-    """Implements JobRepository, AnswerStore and KnownCompanies."""
+    """Implements JobRepository, AnswerStore, KnownCompanies and SpendLedger."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
         self.answers: dict[tuple[str, str], Answer] = {}
         self.companies: dict[str, KnownCompany] = {}
+        self.finished_at: dict[tuple[str, str], float] = {}  # (job id, domain) -> epoch seconds, as SQL stores it
 
     async def create_job(self, job: Job) -> None:
         if job.id in self.jobs:
@@ -49,7 +53,13 @@ class InMemoryStore:
         if job is None or job.status.finished:
             return False
         self.jobs[job_id] = replace(job, results=tuple(result if r.domain == result.domain else r for r in job.results))
+        self.finished_at[(job_id, result.domain)] = time.time()
         return True
+
+    async def spend_between(self, start: datetime, end: datetime, owner: str | None = None) -> Spend:
+        return total_spend(
+            result for job in self.jobs.values() if owner is None or job.owner == owner for result in job.results
+            if start.timestamp() <= self.finished_at.get((job.id, result.domain), -1.0) < end.timestamp())
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], reply_sent=sent, reply_error=error)

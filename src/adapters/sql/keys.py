@@ -30,11 +30,27 @@ class SqlApiKeys:
             id=key.id, name=key.name, key_hash=digest, reply_queues=json.dumps(list(key.reply_queues)),
             created_at=key.created_at.timestamp(),
             revoked_at=key.revoked_at.timestamp() if key.revoked_at else None,
+            daily_limit_usd=key.daily_limit_usd,
         )))
 
     async def find_by_digest(self, digest: str) -> ApiKey | None:
         def work(conn: Connection) -> ApiKey | None:
             row = conn.execute(select(api_keys).where(api_keys.c.key_hash == digest)).mappings().first()
+            return _key(row) if row else None
+
+        return await self._run(work)
+
+    async def get_key(self, key_id: str) -> ApiKey | None:
+        def work(conn: Connection) -> ApiKey | None:
+            row = conn.execute(select(api_keys).where(api_keys.c.id == key_id)).mappings().first()
+            return _key(row) if row else None
+
+        return await self._run(work)
+
+    async def set_daily_limit(self, key_id: str, limit_usd: float | None) -> ApiKey | None:
+        def work(conn: Connection) -> ApiKey | None:
+            conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(daily_limit_usd=limit_usd))
+            row = conn.execute(select(api_keys).where(api_keys.c.id == key_id)).mappings().first()
             return _key(row) if row else None
 
         return await self._run(work)
@@ -65,4 +81,5 @@ def _key(row: Any) -> ApiKey:
         id=row["id"], name=row["name"], reply_queues=tuple(json.loads(row["reply_queues"])),
         created_at=_time(row["created_at"]),
         revoked_at=_time(row["revoked_at"]) if row["revoked_at"] is not None else None,
+        daily_limit_usd=row["daily_limit_usd"],
     )

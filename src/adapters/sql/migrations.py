@@ -204,6 +204,15 @@ def _m008_batches(_dialect: str) -> list[str]:
     ]
 
 
+def _m009_budgets(_dialect: str) -> list[str]:
+    # Daily spend limits: a key's own limit in USD (NULL: none), and an index for summing what
+    # finished in a day (the spend a limit is checked against).
+    return [
+        "ALTER TABLE api_keys ADD COLUMN daily_limit_usd DOUBLE PRECISION",
+        "CREATE INDEX ix_job_domains_finished_at ON job_domains (finished_at)",
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m001_initial),
     Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
@@ -213,6 +222,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "site_status", _m006_site_status),
     Migration(7, "answer_cost", _m007_answer_cost),
     Migration(8, "batches", _m008_batches),
+    Migration(9, "budgets", _m009_budgets),
 )
 
 CREATE_MIGRATIONS_TABLE = (

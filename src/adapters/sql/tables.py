@@ -119,6 +119,7 @@ api_keys = Table(
     Column("reply_queues", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
+    Column("daily_limit_usd", Float),
 )
 
 batches = Table(

@@ -34,6 +34,7 @@ from firmsift.ports.intake import JobIntake
 from firmsift.ports.keys import ApiKeyStore
 from firmsift.ports.repository import JobRepository
 from firmsift.services.batches import BatchReplies
+from firmsift.services.budgets import Budgets
 from firmsift.services.submit import SubmitJob, find_job, submit_job
 
 ALLOWED_FIELDS = frozenset({"classifier", "domains"})
@@ -60,6 +61,7 @@ def create_app(
     batch_intake: BatchIntake,
     batches: BatchStore,
     batch_replies: BatchReplies,
+    budgets: Budgets,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
     not_ready: Mapping[str, str] | None = None,
@@ -84,6 +86,8 @@ def create_app(
 
     async def submit(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers, _address(request))  # before the body: strangers cost no parsing
+        async with backend_deadline():
+            await budgets.check(caller)  # 429 budget_exhausted, before the body too
         body = await read_json_body(request, settings.max_body_bytes)
         if not isinstance(body, dict):
             raise InvalidRequest("body must be a JSON object", (Rejection(_kind(body), "expected an object"),))
@@ -167,7 +171,8 @@ def create_app(
 
     routes = [
         *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
-                      replies=batch_replies, own_queues=own_queues, deadline=backend_deadline),
+                      replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
+                      budgets=budgets),
         Route("/domains/classify", submit, methods=["POST"]),
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

@@ -30,6 +30,7 @@ from firmsift.entrypoints.settings import Settings
 from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.services.batch_intake import BatchSubmission, SubmitBatch, check_batch_request, submit_batch
 from firmsift.services.batches import BatchReplies, cancel_batch, find_batch, result_pages
+from firmsift.services.budgets import Budgets
 
 DEFAULT_CLASSIFIER = "cpg"
 FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
@@ -37,8 +38,8 @@ FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 
 def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                  batches: BatchStore, replies: BatchReplies, own_queues: Collection[str],
-                 deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[Route]:
-    """The routes, on the app's gate (keys, rate limits) and backend deadline."""
+                 deadline: Callable[[], AbstractAsyncContextManager[None]], budgets: Budgets) -> list[Route]:
+    """The routes, on the app's gate (keys, rate limits), backend deadline and spend limits."""
 
     async def caller_of(request: Request) -> Caller:
         return await gate.caller(request.headers, request.client.host if request.client else "")
@@ -49,6 +50,8 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
 
     async def submit(request: Request) -> JSONResponse:
         caller = await caller_of(request)  # before the body: strangers cost no reading
+        async with deadline():
+            await budgets.check(caller)  # 429 budget_exhausted, before the body too
         kind = content_kind(request)
         reply_queue = request.headers.get("x-reply-queue")
         if reply_queue is not None and reply_queue.strip() in own_queues:

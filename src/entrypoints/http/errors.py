@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from firmsift.domain.budgets import BudgetExhausted
 from firmsift.domain.errors import (
     FirmsiftError,
     InvalidRequest,
@@ -37,6 +38,7 @@ _STATUS: list[tuple[type[FirmsiftError], int]] = [
     (ReplyQueueNotAllowed, 403),
     (IdempotencyKeyReused, 422),
     (RateLimited, 429),
+    (BudgetExhausted, 429),
 ]
 
 
@@ -95,6 +97,11 @@ async def firmsift_error(_request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, RateLimited):
         return JSONResponse(error_body(exc.code, str(exc)), status_code=status,
                             headers={"Retry-After": str(exc.retry_after)})
+    if isinstance(exc, BudgetExhausted):
+        body = error_body(exc.code, str(exc))
+        body["error"].update(scope=exc.scope, limit_usd=exc.limit, spent_usd=exc.spent,
+                             resets_at=exc.resets_at.isoformat())
+        return JSONResponse(body, status_code=status, headers={"Retry-After": str(exc.retry_after)})
     if isinstance(exc, ReplyQueueNotAllowed):
         details = [{"value": _echo(exc.queue), "reason": "not one of this API key's reply queues"}]
         return JSONResponse(error_body(exc.code, str(exc), details), status_code=status)

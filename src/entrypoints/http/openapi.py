@@ -13,7 +13,12 @@ from firmsift.domain.site_status import SiteStatus
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
 from firmsift.entrypoints.http.errors import MAX_DETAILS
 from firmsift.entrypoints.http.openapi_batches import batch_paths, batch_schemas
-from firmsift.entrypoints.http.openapi_costs import JOB_TOTAL, RESULT_COST_FIELDS, RESULT_COST_PROPERTIES
+from firmsift.entrypoints.http.openapi_costs import (
+    BUDGET_ERROR_PROPERTIES,
+    JOB_TOTAL,
+    RESULT_COST_FIELDS,
+    RESULT_COST_PROPERTIES,
+)
 from firmsift.services.submit import max_entries
 
 JSON = "application/json"
@@ -56,6 +61,7 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                                 "maxItems": max_details, "description": f"the first {max_details} offending values"},
                     "details_omitted": {"type": "integer", "minimum": 1,
                                         "description": "offending values not listed, when there are more"},
+                    **BUDGET_ERROR_PROPERTIES,
                 }}},
         },
         "SubmitRequest": {
@@ -143,6 +149,11 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
                       **{"WWW-Authenticate": {"type": "string"}}),
         "429": _error("this key's request rate limit is used up (rate_limited)", **{"Retry-After": integer}),
     } if auth_required else {}
+    # Without keys there is no rate limit, but the global spend limit still applies.
+    intake_429 = _error(("this key's request rate limit is used up (rate_limited), or " if auth_required else "")
+                        + "a daily spend limit is reached (budget_exhausted: the key's own or the global one, "
+                        "until the next UTC midnight; the error names it with scope, limit_usd, spent_usd "
+                        "and resets_at)", **{"Retry-After": integer})
 
     submit = {
         "summary": "Submit domains to classify", "operationId": "submitJob", **security,
@@ -167,6 +178,7 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
                                          "parameters": {"job_id": "$response.body#/job_id"}}}},
             "400": _error("body is not valid JSON (malformed_json)"),
             **auth_errors,
+            "429": intake_429,
             "403": _error("this API key may not use that reply queue (reply_queue_not_allowed)"),
             "413": _error(f"body over {max_body_bytes} bytes (body_too_large), or more than {max_domains} "
                           f"unique domains or {max_entries(max_domains)} entries (too_many_domains)"),
@@ -205,7 +217,7 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
                 "200": _ok("Prometheus text exposition", {"type": "string"}, "text/plain"), **open_to_all}}},
             "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "responses": {
                 "200": _ok("OpenAPI 3.1", {"type": "object"}), **open_to_all}}},
-            **batch_paths(error=_error, security=security, auth_errors=auth_errors,
+            **batch_paths(error=_error, security=security, auth_errors=auth_errors, intake_429=intake_429,
                           reply_queue_errors={"403": submit["responses"]["403"]} if auth_required else {},
                           headers=submit["parameters"], too_large_headers=too_large_headers,
                           max_domains=max_batch_domains, max_body_bytes=max_batch_body_bytes),

@@ -71,7 +71,7 @@ def batch_schemas(classifiers: list[str], max_domains: int) -> dict[str, Any]:
 
 
 def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any], auth_errors: dict[str, Any],
-                reply_queue_errors: dict[str, Any], headers: list[dict[str, Any]], too_large_headers: dict[str, Any],
+                intake_429: dict[str, Any], reply_queue_errors: dict[str, Any], headers: list[dict[str, Any]], too_large_headers: dict[str, Any],
                 max_domains: int, max_body_bytes: int) -> dict[str, Any]:
     """The paths, sharing the jobs' security, auth errors and X-Reply-Queue / Idempotency-Key headers."""
     batch_id = {"name": "batch_id", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -100,7 +100,7 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
                                            "parameters": {"batch_id": "$response.body#/batch_id"}}}},
             "400": error("unreadable body: malformed_json, bad_csv (an unreadable CSV, or no such column: the "
                          "columns found are named), missing_column, empty_body, bad_content_length"),
-            **auth_errors, **reply_queue_errors,
+            **auth_errors, "429": intake_429, **reply_queue_errors,
             "413": error(f"body over {max_body_bytes} bytes (body_too_large), or more than {max_domains} unique "
                          "domains (too_many_domains)"),
             "415": error("Content-Type is neither JSON nor text/csv (unsupported_media_type)"),

@@ -1,5 +1,6 @@
 """The OpenAPI description of what LLM answers cost: per result (this job's spend, the answer's
-own call) and the job's total. One contract, stated once, also in README (What an answer costs)."""
+own call), the job's total, and the fields of a budget_exhausted error. One contract, stated
+once, also in README (What an answer costs, Daily spend limits)."""
 
 from __future__ import annotations
 
@@ -44,4 +45,14 @@ JOB_TOTAL: dict[str, Any] = {
         "cost_unknown_domains": {"type": "integer", "minimum": 0,
                                  "description": "finished results whose cost_usd is null (unknown)"},
     },
+}
+
+# The fields a 429 budget_exhausted error adds to the error object (entrypoints/http/errors.py).
+BUDGET_ERROR_PROPERTIES: dict[str, Any] = {
+    "scope": {"enum": ["key", "global"], "description": "budget_exhausted: whose daily limit is reached"},
+    "limit_usd": {"type": "number", "minimum": 0, "description": "budget_exhausted: the daily limit, USD"},
+    "spent_usd": {"type": "number", "minimum": 0, "description": (
+        "budget_exhausted: what was spent in the current UTC day (results of unknown cost count 0)")},
+    "resets_at": {"type": "string", "format": "date-time", "description": (
+        "budget_exhausted: the next UTC midnight, when the day's spend starts from 0 again")},
 }

@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.background import alongside
+from firmsift.domain.budgets import BudgetExhausted, SpendingPaused
 from firmsift.domain.clock import Clock
 from firmsift.domain.errors import QueueUnavailable, StaleReceipt
 from firmsift.domain.job_document import job_document, reply_dedup_id
 from firmsift.domain.model import Job
+from firmsift.domain.work_messages import job_message
 from firmsift.domain.outside_text import storable_error
 from firmsift.ports.queue import MAX_BATCH, QueueMessage, ReplyPublisher, WorkQueue
 from firmsift.services.dead_letters import fail_dead_lettered, job_id_of
@@ -32,6 +34,7 @@ class WorkerConfig:
     max_jobs: int
     shutdown_grace: float = 30.0
     dead_letter_check_interval: float = 30.0
+    budget_recheck_seconds: float = 300.0  # longest pause of a job held by a spend limit before a re-check
 
 
 class Worker:
@@ -138,16 +141,41 @@ class Worker:
             await self._delete(message)
             return
         started = self.clock()
-        async with self._heartbeat(message):
-            job = await process_job(job_id, self.deps)
-            if job is None:
-                log.warning("message for unknown job deleted", extra={"job_id": job_id})
-            else:
-                await self._reply(job)
-                await self._after(job)
-                self.on_job_finished(job, self.clock() - started)
-                log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
-                                                "receive_count": message.receive_count})
+        try:
+            async with self._heartbeat(message):
+                job = await process_job(job_id, self.deps)
+                if job is None:
+                    log.warning("message for unknown job deleted", extra={"job_id": job_id})
+                else:
+                    await self._reply(job)
+                    await self._after(job)
+                    self.on_job_finished(job, self.clock() - started)
+                    log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
+                                                    "receive_count": message.receive_count})
+        except SpendingPaused as paused:
+            # Out of the heartbeat (the exception ended it), so no beat undoes the pause.
+            await self._pause(message, job_id, paused.refusal)
+            return
+        await self._delete(message)
+
+    async def _pause(self, message: QueueMessage, job_id: str, refusal: BudgetExhausted) -> None:
+        """Bring the message back at the reset, or after budget_recheck_seconds if sooner (so a
+        raised limit takes effect), without it ever reaching the dead-letter queue's max receives.
+        Every receive counts towards those, and hiding a message again does not reset its count; so
+        a message on its first receive is hidden, and one received more often is replaced by a
+        fresh copy (count 0; sent before the old one is deleted, so the job is never without a
+        message), which the next receive finds at once and hides. A paused job thus reaches
+        receive count 2 at most: pausing needs max receives of 2 or more (the default is 5)."""
+        delay = min(refusal.retry_after, self.config.budget_recheck_seconds)
+        log.info("job paused by a spend limit; message hidden", extra={
+            "job_id": job_id, "scope": refusal.scope, "seconds": delay, "receive_count": message.receive_count})
+        try:
+            if message.receive_count <= 1:
+                await self.queue.change_visibility(message.receipt, delay)
+                return
+            await self.queue.send(job_message(job_id), group_id=job_id, dedup_id=f"{job_id}:paused:{message.message_id}")
+        except StaleReceipt:
+            return  # the lease lapsed: the message is already back, with whoever received it
         await self._delete(message)
 
     async def _reply(self, job: Job) -> None:

@@ -1,0 +1,114 @@
+"""Daily spend limits on the real app and a real SQLite file: 429 budget_exhausted on both intake
+routes, naming the limit, the spend and the reset; other keys unaffected; the global limit."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import anyio
+import pytest
+from starlette.testclient import TestClient
+
+from firmsift.domain.budgets import window_of
+from firmsift.domain.keys import IssuedKey
+from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
+from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.settings import Settings
+from firmsift.services.keys import create_key
+
+
+def started(tmp_path: Path, **settings: object):
+    return start_container(Settings(database_url=f"sqlite:///{tmp_path / 'budget.db'}", auth="required",
+                                    rate_limit_per_minute=0, **settings))
+
+
+@pytest.fixture
+def container(tmp_path: Path):
+    container = started(tmp_path)
+    yield container
+    container.engine().dispose()
+
+
+def new_key(container, name: str, limit: float | None) -> IssuedKey:
+    return anyio.run(lambda: create_key(name, (), container.api_keys(), daily_limit_usd=limit))
+
+
+def spent(container, key: IssuedKey, cost: float) -> None:
+    """A job of `key` with one domain that finished now, having cost `cost` USD."""
+    store = container.store()
+
+    async def record() -> None:
+        job_id = f"job-{key.record.id}"
+        await store.create_job(Job(id=job_id, classifier="cpg", status=JobStatus.RUNNING, owner=key.record.id,
+                                   created_at=datetime.now(timezone.utc), domains=("paid.com",)))
+        await store.save_result(job_id, DomainResult("paid.com", ResultStatus.DONE, cost_usd=cost), None)
+
+    anyio.run(record)
+
+
+def bearer(key: IssuedKey) -> dict[str, str]:
+    return {"authorization": f"Bearer {key.secret}", "content-type": "application/json"}
+
+
+def classify(client: TestClient, key: IssuedKey):
+    return client.post("/domains/classify", content=json.dumps({"domains": ["a.com"]}), headers=bearer(key))
+
+
+def batch(client: TestClient, key: IssuedKey):
+    return client.post("/batches", content=json.dumps({"domains": ["a.com", "b.com"]}), headers=bearer(key))
+
+
+def assert_exhausted(response, scope: str, limit: float, spend: float) -> None:
+    assert response.status_code == 429
+    error = response.json()["error"]
+    resets_at = window_of(datetime.now(timezone.utc)).resets_at
+    assert (error["code"], error["scope"], error["limit_usd"], error["spent_usd"]) == (
+        "budget_exhausted", scope, limit, spend)
+    assert error["resets_at"] == resets_at.isoformat() and resets_at.isoformat() in error["message"]
+    assert f"{limit:g} USD" in error["message"]
+    left = resets_at - datetime.now(timezone.utc)
+    assert left - timedelta(seconds=5) <= timedelta(seconds=int(response.headers["retry-after"])) <= left + timedelta(seconds=2)
+
+
+def test_a_key_over_its_daily_limit_gets_429_on_both_intake_routes_and_others_do_not(container) -> None:
+    tight, free = new_key(container, "tight", 0.05), new_key(container, "free", None)
+    spent(container, tight, 0.06)
+    spent(container, free, 100.0)
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        assert_exhausted(classify(client, tight), "key", 0.05, 0.06)
+        assert_exhausted(batch(client, tight), "key", 0.05, 0.06)
+        classify_error = classify(client, tight).json()["error"]
+        assert "this API key's daily spend limit" in classify_error["message"]
+        assert classify(client, free).status_code == 202
+        assert batch(client, free).status_code == 202
+        document = client.get("/openapi.json").json()
+    described = document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]
+    assert set(classify_error) <= set(described)
+    for path in ("/domains/classify", "/batches"):
+        assert "budget_exhausted" in document["paths"][path]["post"]["responses"]["429"]["description"]
+    with container.engine().connect() as conn:  # nothing of the refused key's was stored
+        owners = conn.exec_driver_sql("SELECT owner FROM jobs").scalars().all()
+    assert owners.count(tight.record.id) == 1
+
+
+def test_under_the_limit_work_is_accepted(container) -> None:
+    key = new_key(container, "team", 0.05)
+    spent(container, key, 0.04)
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        assert classify(client, key).status_code == 202
+
+
+def test_the_global_limit_refuses_every_key(tmp_path: Path) -> None:
+    container = started(tmp_path, daily_spend_limit_usd=1.0)
+    try:
+        first, second = new_key(container, "first", None), new_key(container, "second", None)
+        spent(container, first, 0.6)
+        with TestClient(container.api(), raise_server_exceptions=False) as client:
+            assert classify(client, second).status_code == 202
+            spent(container, second, 0.4)
+            assert_exhausted(classify(client, second), "global", 1.0, 1.0)
+            assert "global daily spend limit" in batch(client, first).json()["error"]["message"]
+    finally:
+        container.engine().dispose()

@@ -89,7 +89,6 @@ def estimate_document(tally: DomainTally, *, model: str, per_question: TokensPer
                 f"unknown: no price for {model} (set FIRMSIFT_LLM_INPUT_COST_PER_MILLION and "
                 "FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION)"),
             "concurrency": llm_concurrency,
-            "wall_seconds": None,
             "wall_time": "unknown: no LLM latency is recorded in the database" if tally.new else "none to ask",
         },
         "upper_bound": ("to_ask counts every new domain: the pre-check may end some (no DNS, unreachable, parked) "

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import anyio
+import jsonschema
 import pytest
 from starlette.testclient import TestClient
 
@@ -150,3 +151,14 @@ def test_a_bad_dry_run_value_is_refused(client: TestClient, key) -> None:
     response = client.post("/batches?dry_run=perhaps", content=b"{}", headers={"content-type": "application/json", **key})
     assert response.status_code == 400
     assert "dry_run must be true or false" in response.text
+
+
+def test_the_dry_run_and_the_progress_match_their_openapi_schemas(client: TestClient, key) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    estimate = dry_run(client, key, ["a.com", "a.com", "10.0.0.1"]).json()
+    jsonschema.validate(estimate, schemas["BatchEstimate"])
+    accepted = client.post("/batches", content=json.dumps({"classifier": "cpg", "domains": ["a.com"]}),
+                           headers={"content-type": "application/json", **key}).json()
+    jsonschema.validate(client.get(f"/batches/{accepted['batch_id']}", headers=key).json(), schemas["BatchProgress"])
+    parameters = client.get("/openapi.json").json()["paths"]["/batches"]["post"]["parameters"]
+    assert "dry_run" in [parameter["name"] for parameter in parameters]

@@ -65,6 +65,9 @@ def progress_document(batch: Batch, counts: BatchCounts, now: datetime) -> dict[
         "created_at": batch.created_at.isoformat(),
         "finished_at": ended.isoformat() if ended else None,
         "estimated_finish_at": estimate.isoformat() if estimate else None,
+        # What the batch's finished domains spent on the LLM, as a job's "total" says it.
+        "spend": {"tokens_in": counts.spend.tokens_in, "tokens_out": counts.spend.tokens_out,
+                  "cost_usd": counts.spend.cost_usd, "cost_unknown_domains": counts.spend.cost_unknown_domains},
     }
 
 

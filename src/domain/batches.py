@@ -16,6 +16,7 @@ from datetime import datetime
 from firmsift.domain.errors import FirmsiftError, InvalidRequest, JobNotFound, TooManyDomains
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.normalize import DomainRejected
+from firmsift.domain.spend import Spend
 
 # The error a cancelled batch's unstarted jobs end with (FAILED, their domains still PENDING):
 # the job model's compare-and-set from PENDING is what cancelling uses, so a job a worker has
@@ -186,7 +187,8 @@ class BatchPlan:
 
 @dataclass(frozen=True)
 class BatchCounts:
-    """Where a batch's unique domains stand, and when the latest one finished."""
+    """Where a batch's unique domains stand, when the latest one finished, and what its jobs'
+    finished results spent (spend.total_spend over them: a job's `total` rule)."""
 
     done: int = 0
     failed: int = 0
@@ -194,6 +196,7 @@ class BatchCounts:
     cancelled: int = 0
     by_source: dict[str, int] = field(default_factory=dict)
     last_finished_at: datetime | None = None
+    spend: Spend = field(default_factory=Spend)
 
     @property
     def finished(self) -> int:

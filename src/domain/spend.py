@@ -28,17 +28,20 @@ class Spend:
 def total_spend(results: Iterable[DomainResult]) -> Spend:
     """The spend of every finished result (PENDING ones have spent nothing yet). A job's total
     is this over its results; a total over many jobs is this over all of their results."""
+    return add_spends(Spend(result.tokens_in or 0, result.tokens_out or 0, result.cost_usd or 0.0,
+                            int(result.cost_usd is None))
+                      for result in results if result.status is not ResultStatus.PENDING)
+
+
+def add_spends(spends: Iterable[Spend]) -> Spend:
+    """Spends of disjoint sets of results (a database's per-group sums) as one, rounded as total_spend rounds."""
     tokens_in = tokens_out = unknown = 0
     cost = 0.0
-    for result in results:
-        if result.status is ResultStatus.PENDING:
-            continue
-        tokens_in += result.tokens_in or 0
-        tokens_out += result.tokens_out or 0
-        if result.cost_usd is None:
-            unknown += 1
-        else:
-            cost += result.cost_usd
+    for spend in spends:
+        tokens_in += spend.tokens_in
+        tokens_out += spend.tokens_out
+        cost += spend.cost_usd
+        unknown += spend.cost_unknown_domains
     return Spend(tokens_in, tokens_out, round(cost, _USD_DIGITS), unknown)
 
 

@@ -34,6 +34,7 @@ from firmsift.adapters.sql.migrations import upgrade
 from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
 from firmsift.adapters.sql.spend import SqlSpendLedger
 from firmsift.adapters.sql.store import SqlStore
+from firmsift.domain.freshness import PRECHECK_MAX_AGE
 from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.lazy_adapters import (
     ensure_declared_queues,
@@ -49,6 +50,7 @@ from firmsift.entrypoints.lazy_adapters import (
 )
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
+from firmsift.services.batch_estimate import BatchEstimator
 from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.batches import BatchReplies
 from firmsift.services.budgets import Budgets
@@ -89,6 +91,12 @@ def worker_precheck(settings: Settings, resolver: Callable[[], Resolver], homepa
         return None
     return Precheck(resolver(), homepage(), signatures, max_age=timedelta(days=settings.precheck_ttl_days),
                     reuse_redirect_answer=settings.precheck_reuse_redirect_answer)
+
+
+def precheck_max_age(settings: Settings) -> timedelta:
+    """How long a pre-check outcome counts as fresh: FIRMSIFT_PRECHECK_TTL_DAYS while the pre-check
+    runs, else the default (the worker's rule, JobDependencies.is_fresh)."""
+    return timedelta(days=settings.precheck_ttl_days) if settings.precheck else PRECHECK_MAX_AGE
 
 
 def dead_letter_counter(metrics: Metrics) -> Callable[[Job], None]:
@@ -193,13 +201,21 @@ class Container(containers.DeclarativeContainer):
     leases = providers.Singleton(SqlLeases, engine)
     migrate = providers.Callable(upgrade, engine)
 
+    # POST /batches?dry_run=true: the price map is built on the first dry run with LLM questions
+    # to price (the provider is passed, not called: litellm is imported then, not at start).
+    batch_estimator = providers.Singleton(
+        BatchEstimator, catalog=catalog, known=store, answers=store, history=store, pricing=pricing.provider,
+        model=settings.provided.llm_model, llm_concurrency=settings.provided.llm_concurrency,
+        job_size=settings.provided.max_domains_per_job, max_domains=settings.provided.max_domains_per_batch,
+        precheck=settings.provided.precheck, precheck_max_age=providers.Callable(precheck_max_age, settings))
+
     # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
     # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
     # and the start-up checks that failed (`not_ready`); see http_api.create_app.
     api = providers.Factory(
         create_app, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
         intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
-        batches=batches, batch_replies=batch_replies, budgets=budgets,
+        batches=batches, batch_replies=batch_replies, budgets=budgets, batch_estimator=batch_estimator,
     )
 
     # What a worker uses: each attempt waits for its slot in the per-minute budget, retries with

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Protocol
 
+from firmsift.domain.estimates import TokenHistory
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
 
 
@@ -44,6 +45,11 @@ class JobRepository(Protocol):
 class AnswerStore(Protocol):
     async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
         """Stored answers (fresh or not, FAILED included) keyed by domain."""
+
+
+class AnswerHistory(Protocol):
+    async def token_history(self, classifier: str) -> TokenHistory:
+        """How many stored LLM answers of `classifier` report both token counts, and their averages."""
 
 
 class KnownCompanies(Protocol):

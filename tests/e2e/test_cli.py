@@ -256,3 +256,31 @@ def test_queues_commands_say_in_one_line_why_sqs_cannot_be_used(tmp_path: Path, 
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"firmsift: {said}"), result.stderr
     assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+def test_classify_estimate_prints_the_dry_run_and_submits_nothing(tmp_path: Path) -> None:
+    processes = Processes(tmp_path)
+    database = tmp_path / "api.db"
+    try:
+        processes.env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{database}", "FIRMSIFT_LLM_MODEL": "fake-model",
+                         "FIRMSIFT_LLM_INPUT_COST_PER_MILLION": "1.5", "FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION": "2.5"}
+        _api, base = start_api(processes)
+        source = tmp_path / "export.csv"
+        source.write_bytes(MESSY_EXPORT.encode("utf-8-sig"))  # read as `classify` reads it: BOM, `;`
+        result = firmsift("classify", "--estimate", "--csv", str(source), "--column", "official website",
+                          "--api", base, env=processes.env)
+        arguments = firmsift("classify", "--estimate", "a.com", "A.com", "--api", base, env=processes.env)
+        both = firmsift("classify", "--estimate", "a.com", "--csv", str(source), "--api", base, env=processes.env)
+    finally:
+        processes.stop_all()
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "rows 10: 6 domains, 1 duplicates, 3 rejected"
+    assert lines[2] == "to pre-check 0, to ask the LLM at most 6 (fake-model)"  # tests turn the pre-check off
+    assert lines[3].startswith("tokens ") and "prompt length" in lines[3]
+    assert lines[4].startswith("cost 0.0") and lines[4].endswith(" USD")
+    assert arguments.returncode == 0 and arguments.stdout.startswith("rows 2: 1 domains, 1 duplicates, 0 rejected")
+    assert both.returncode == 2 and "one of them" in both.stderr
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT count(*) FROM batches").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM jobs").fetchone() == (0,)

@@ -15,6 +15,7 @@ from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.store import SqlStore
+from firmsift.domain.estimates import TokenHistory
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, ResultStatus, Source
 from tests.support.databases import SQL_BACKENDS, migrated_engine
@@ -99,3 +100,18 @@ async def test_rows_stored_before_migration_7_read_as_unknown_cost(
         assert job.result_for("a.com").cost_usd is None and job.result_for("a.com").answer_cost_usd is None
         assert job_document(job)["total"] == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
                                               "cost_unknown_domains": 1}
+
+
+async def test_the_token_history_averages_the_llm_answers_that_report_both_counts(store) -> None:
+    await store.create_job(Job(id="j1", classifier="cpg", status=JobStatus.PENDING, created_at=NOW,
+                               domains=("a.com", "b.com", "c.com", "d.com", "e.com")))
+    precheck = Answer(domain="e.com", classifier="cpg", status=ResultStatus.DONE, answered_at=NOW,
+                      source=Source.PRECHECK, site_status="no_dns")
+    other = Answer(domain="a.com", classifier="other", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
+                   answer=True, confidence=5, tokens_in=9999, tokens_out=9999)
+    for item in (answer("a.com", 1000, 80, 0.1), answer("b.com", 1003, 90, None), answer("c.com", None, 90, None),
+                 answer("d.com", 1000, None, None), precheck, other):
+        await store.save_result("j1", DomainResult.from_answer(item, item.source), item)
+    history = await store.token_history("cpg")
+    assert (history.answers, history.tokens_in, history.tokens_out) == (2, 1001.5, 85.0)
+    assert await store.token_history("none") == TokenHistory()

@@ -75,6 +75,7 @@ def test_a_json_batch_is_accepted_split_into_jobs_and_queued(client: TestClient,
     assert len(messages) == 2
     shown = client.get(f"/batches/{body['batch_id']}", headers=key).json()
     assert (shown["status"], shown["total"], shown["pending"], shown["estimated_finish_at"]) == ("RUNNING", 13, 13, None)
+    assert shown["spend"] == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cost_unknown_domains": 0}
 
 
 def test_a_csv_upload_keeps_its_rows_and_answers_them_in_input_order(client: TestClient, container, key) -> None:
@@ -174,7 +175,7 @@ def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(tmp_path: P
     # The pre-check is off: this sandbox's DNS knows none of these names.
     container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'serve.db'}", wait_time=0.2,
                                          poll_interval=0.05, precheck=False))
-    container.llm.override(ScriptedLLM(YES))
+    container.llm.override(ScriptedLLM(YES, tokens=(1200, 90)))
     container.searches.override(providers.Object((StaticSearch(),)))
     domains = [f"brand{i}.example.com" for i in range(15)]
     try:
@@ -193,4 +194,10 @@ def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(tmp_path: P
     assert (shown["status"], shown["done"], shown["by_source"]) == ("DONE", 15, {"llm": 15})
     assert shown["finished_at"] is not None and shown["estimated_finish_at"] is None
     assert [line["classified_domain"] for line in lines] == [*domains, "brand0.example.com", None]
+    # The batch's spend is its unique domains' per-row figures added up (the duplicate row repeats one).
+    unique = lines[:15]
+    assert shown["spend"]["tokens_in"] == sum(line["tokens_in"] for line in unique) == 15 * 1200
+    assert shown["spend"]["tokens_out"] == sum(line["tokens_out"] for line in unique) == 15 * 90
+    assert shown["spend"]["cost_unknown_domains"] == sum(line["cost_usd"] is None for line in unique)
+    assert shown["spend"]["cost_usd"] == pytest.approx(sum(line["cost_usd"] or 0.0 for line in unique))
     assert [json.loads(reply.body)["status"] for reply in replies] == ["DONE"]

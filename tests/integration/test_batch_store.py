@@ -23,6 +23,7 @@ from firmsift.domain.batches import Batch, BatchKeyTaken, BatchPlan, InputRow
 from firmsift.domain.errors import TooManyDomains
 from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
+from firmsift.domain.spend import Spend, total_spend
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
@@ -143,3 +144,29 @@ async def test_the_database_queue_intake_queues_each_job_with_its_rows(engine: E
     with engine.connect() as conn:
         counts = [conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in ("batches", "jobs", "queue_messages")]
     assert counts == [1, 2, 2]  # nothing of the refused batch, not even its first job's message
+
+
+async def test_a_batch_spend_adds_up_its_jobs_finished_results_as_a_job_total_does(batches) -> None:
+    await batches.record(plan(["a.com", "b.com", "c.com", "d.com", "e.com"]))  # jobs of 2: a b | c d | e
+    jobs = batches.store
+    for job_id in ("b1-job0", "b1-job1"):
+        await jobs.set_job_status(job_id, JobStatus.RUNNING)
+    await jobs.save_result("b1-job0", DomainResult(domain="a.com", status=ResultStatus.DONE, source=Source.LLM,
+                                                   answer=True, confidence=5, tokens_in=1000, tokens_out=100,
+                                                   cost_usd=0.1), None)
+    await jobs.save_result("b1-job0", DomainResult(domain="b.com", status=ResultStatus.FAILED, source=Source.LLM,
+                                                   error="timed out"), None)  # no response: cost unknown
+    await jobs.save_result("b1-job1", DomainResult(domain="c.com", status=ResultStatus.DONE, source=Source.LLM,
+                                                   answer=False, confidence=4, tokens_in=900, tokens_out=80,
+                                                   cost_usd=0.2), None)
+    spend = (await batches.counts("b1")).spend
+    assert (spend.tokens_in, spend.tokens_out, spend.cost_usd, spend.cost_unknown_domains) == (1900, 180, 0.3, 1)
+    # The same rule as each job's total: the batch's spend is the jobs' totals added up.
+    results = [result for job_id in ("b1-job0", "b1-job1", "b1-job2")
+               for result in (await jobs.get_job(job_id)).results]
+    assert spend == total_spend(results)
+
+
+async def test_a_batch_with_nothing_finished_has_spent_nothing(batches) -> None:
+    await batches.record(plan(["a.com"]))
+    assert (await batches.counts("b1")).spend == Spend()

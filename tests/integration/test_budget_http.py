@@ -93,6 +93,16 @@ def test_a_key_over_its_daily_limit_gets_429_on_both_intake_routes_and_others_do
     assert owners.count(tight.record.id) == 1
 
 
+def test_a_dry_run_spends_nothing_and_is_answered_over_a_spent_limit(container) -> None:
+    tight = new_key(container, "tight", 0.05)
+    spent(container, tight, 0.06)
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        estimate = client.post("/batches?dry_run=true", content=json.dumps({"domains": ["a.com", "b.com"]}),
+                               headers=bearer(tight))
+        assert_exhausted(batch(client, tight), "key", 0.05, 0.06)
+    assert estimate.status_code == 200 and estimate.json()["dry_run"] is True and estimate.json()["accepted"] == 2
+
+
 def test_under_the_limit_work_is_accepted(container) -> None:
     key = new_key(container, "team", 0.05)
     spent(container, key, 0.04)

@@ -28,6 +28,7 @@ from firmsift.domain.batches import (
 from firmsift.domain.errors import InvalidRequest, TooManyDomains
 from firmsift.domain.model import DomainResult, JobStatus, ResultStatus, Source
 from firmsift.domain.normalize import DomainRejected, normalize_domain
+from firmsift.domain.spend import Spend
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 BATCH = Batch(id="b1", classifier="cpg", created_at=NOW, owner="key_a")
@@ -130,6 +131,9 @@ def test_progress_estimates_the_finish_from_the_rate_so_far() -> None:
     document = progress_document(BATCH, BatchCounts(done=1, pending=1, by_source={"llm": 1, "cache": 0}), now)
     assert document["estimated_finish_at"] == (now + timedelta(seconds=100)).isoformat()
     assert list(document["by_source"]) == ["cache", "llm"]
+    assert document["spend"] == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cost_unknown_domains": 0}
+    spent = progress_document(BATCH, BatchCounts(done=2, spend=Spend(1900, 180, 0.3, 1)), now)["spend"]
+    assert spent == {"tokens_in": 1900, "tokens_out": 180, "cost_usd": 0.3, "cost_unknown_domains": 1}
 
 
 CSV_BATCH = Batch(id="b1", classifier="cpg", created_at=NOW, columns=("Name", "Status"))

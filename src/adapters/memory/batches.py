@@ -9,6 +9,7 @@ from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.batch_results import RowResult
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
 from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.spend import total_spend
 
 
 class InMemoryBatches:
@@ -53,7 +54,8 @@ class InMemoryBatches:
                 if result.source is not None and state in ("DONE", "FAILED"):
                     by_source[result.source.value] = by_source.get(result.source.value, 0) + 1
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
-                           cancelled=tally["CANCELLED"], by_source=by_source)
+                           cancelled=tally["CANCELLED"], by_source=by_source,
+                           spend=total_spend(result for job in self._jobs(batch_id) for result in job.results))
 
     async def has_unfinished_jobs(self, batch_id: str) -> bool:
         return any(not job.status.finished for job in self._jobs(batch_id))

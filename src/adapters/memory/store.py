@@ -7,8 +7,9 @@ from collections.abc import Collection, Iterable
 from dataclasses import replace
 from datetime import datetime
 
+from firmsift.domain.estimates import TokenHistory
 from firmsift.domain.idempotency import IdempotencyKeyTaken
-from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
+from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany, Source
 from firmsift.domain.outside_text import check_storable
 from firmsift.domain.spend import Spend, total_spend
 
@@ -71,6 +72,14 @@ class InMemoryStore:
     async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
         found = (self.answers.get((domain, classifier)) for domain in domains)
         return {answer.domain: answer for answer in found if answer is not None}
+
+    async def token_history(self, classifier: str) -> TokenHistory:
+        counted = [(a.tokens_in, a.tokens_out) for (_, name), a in self.answers.items() if name == classifier
+                   and a.source is Source.LLM and a.tokens_in is not None and a.tokens_out is not None]
+        if not counted:
+            return TokenHistory()
+        return TokenHistory(len(counted), sum(i for i, _ in counted) / len(counted),
+                            sum(o for _, o in counted) / len(counted))
 
     async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
         return {d: self.companies[d] for d in domains if d in self.companies}

@@ -18,7 +18,8 @@ from firmsift.adapters.sql.store_rows import domain_result, epoch_time
 from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_domains, jobs
 from firmsift.domain.batch_results import RowResult
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
-from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus
+from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus, ResultStatus
+from firmsift.domain.spend import Spend, add_spends
 
 # Targets the unique index ix_batches_owner_idempotency_key (owner, idempotency_key): a second
 # batch with an owner's key is not written (NULL keys never conflict); a concurrent insert waits
@@ -87,7 +88,11 @@ class SqlBatches:
     async def counts(self, batch_id: str) -> BatchCounts:
         query = (
             select(job_domains.c.status, job_domains.c.source, jobs.c.status.label("job_status"), jobs.c.error,
-                   func.count().label("n"), func.max(job_domains.c.finished_at).label("last"))
+                   func.count().label("n"), func.max(job_domains.c.finished_at).label("last"),
+                   func.coalesce(func.sum(job_domains.c.tokens_in), 0).label("tokens_in"),
+                   func.coalesce(func.sum(job_domains.c.tokens_out), 0).label("tokens_out"),
+                   func.coalesce(func.sum(job_domains.c.cost_usd), 0.0).label("cost_usd"),
+                   func.count(job_domains.c.cost_usd).label("priced"))
             .select_from(batch_jobs.join(jobs, jobs.c.id == batch_jobs.c.job_id)
                          .join(job_domains, job_domains.c.job_id == jobs.c.id))
             .where(batch_jobs.c.batch_id == batch_id)
@@ -97,6 +102,7 @@ class SqlBatches:
         tally = {"DONE": 0, "FAILED": 0, "PENDING": 0, "CANCELLED": 0}
         by_source: dict[str, int] = {}
         last: float | None = None
+        spent: list[Spend] = []
         for group in groups:
             state = domain_state(group["status"], JobStatus(group["job_status"]), group["error"])
             tally[state] += group["n"]
@@ -104,9 +110,12 @@ class SqlBatches:
                 by_source[group["source"]] = by_source.get(group["source"], 0) + group["n"]
             if group["last"] is not None:
                 last = group["last"] if last is None else max(last, group["last"])
+            if group["status"] != ResultStatus.PENDING.value:  # total_spend's rule: pending spent nothing
+                spent.append(Spend(int(group["tokens_in"]), int(group["tokens_out"]), float(group["cost_usd"]),
+                                   group["n"] - group["priced"]))
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
                            cancelled=tally["CANCELLED"], by_source=by_source,
-                           last_finished_at=None if last is None else epoch_time(last))
+                           last_finished_at=None if last is None else epoch_time(last), spend=add_spends(spent))
 
     async def has_unfinished_jobs(self, batch_id: str) -> bool:
         unfinished = (select(batch_jobs.c.job_id).join(jobs, jobs.c.id == batch_jobs.c.job_id)

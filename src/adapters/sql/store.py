@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy import Connection, Engine, func, select, text, update
 from sqlalchemy.exc import DataError
 
 from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.store_rows import answer_params, domain_result, epoch_time, result_values, stored_answer
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
+from firmsift.domain.estimates import TokenHistory
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import (
     Answer,
@@ -24,6 +25,7 @@ from firmsift.domain.model import (
     JobStatus,
     KnownCompany,
     ResultStatus,
+    Source,
 )
 from firmsift.domain.outside_text import UnstorableText, check_storable, storable_error
 
@@ -175,6 +177,13 @@ class SqlStore:
             return {row["domain"]: stored_answer(row) for row in rows}
 
         return await self._run(work) if wanted else {}
+
+    async def token_history(self, classifier: str) -> TokenHistory:
+        query = select(func.count(), func.avg(answers.c.tokens_in), func.avg(answers.c.tokens_out)).where(
+            answers.c.classifier == classifier, answers.c.source == Source.LLM.value,
+            answers.c.tokens_in.is_not(None), answers.c.tokens_out.is_not(None))
+        count, tokens_in, tokens_out = (await self._run(lambda conn: conn.execute(query).one()))
+        return TokenHistory(count, float(tokens_in or 0), float(tokens_out or 0))
 
     async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
         wanted = list(domains)

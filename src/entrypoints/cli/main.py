@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--output", "-o", type=Path, help="write results to this file instead of stdout")
     classify.add_argument("--timeout", type=float, default=3600,
                           help="give up when no answer arrived for this many seconds (default 3600)")
+    classify.add_argument("--estimate", action="store_true",
+                          help="print what classifying the domains would cost (the API's dry run of a batch: "
+                               "counts by path, LLM tokens, cost, time) and submit nothing")
     classify.add_argument("--poll-interval", type=float, default=1.0, help="seconds between polls (default 1)")
     classify.add_argument("--retry-delay", type=float, default=1.0,
                           help="seconds before retrying a request the API did not answer or refused as busy "
@@ -129,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from firmsift.entrypoints.cli import commands  # after parsing, so --help stays instant
 
     try:
+        if args.command == "classify" and args.estimate:
+            from firmsift.entrypoints.cli.classify_estimate import run_estimate
+
+            return run_estimate(args)
         return commands.dispatch(args)
     except (FirmsiftError, commands.CommandError) as error:
         print(f"firmsift: {error}", file=sys.stderr)

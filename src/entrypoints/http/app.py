@@ -33,6 +33,7 @@ from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.ports.intake import JobIntake
 from firmsift.ports.keys import ApiKeyStore
 from firmsift.ports.repository import JobRepository
+from firmsift.services.batch_estimate import BatchEstimator
 from firmsift.services.batches import BatchReplies
 from firmsift.services.budgets import Budgets
 from firmsift.services.submit import SubmitJob, find_job, submit_job
@@ -62,6 +63,7 @@ def create_app(
     batches: BatchStore,
     batch_replies: BatchReplies,
     budgets: Budgets,
+    batch_estimator: BatchEstimator,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
     not_ready: Mapping[str, str] | None = None,
@@ -172,7 +174,7 @@ def create_app(
     routes = [
         *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                       replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
-                      budgets=budgets),
+                      budgets=budgets, estimator=batch_estimator),
         Route("/domains/classify", submit, methods=["POST"]),
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

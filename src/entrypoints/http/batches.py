@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -28,6 +29,7 @@ from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, j
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.batches import BatchIntake, BatchStore
+from firmsift.services.batch_estimate import BatchEstimator
 from firmsift.services.batch_intake import BatchSubmission, SubmitBatch, check_batch_request, submit_batch
 from firmsift.services.batches import BatchReplies, cancel_batch, find_batch, result_pages
 from firmsift.services.budgets import Budgets
@@ -38,20 +40,26 @@ FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 
 def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                  batches: BatchStore, replies: BatchReplies, own_queues: Collection[str],
-                 deadline: Callable[[], AbstractAsyncContextManager[None]], budgets: Budgets) -> list[Route]:
-    """The routes, on the app's gate (keys, rate limits), backend deadline and spend limits."""
+                 deadline: Callable[[], AbstractAsyncContextManager[None]], budgets: Budgets,
+                 estimator: BatchEstimator) -> list[Route]:
+    """The routes, on the app's gate (keys, rate limits), backend deadline and spend limits;
+    `estimator` answers POST /batches?dry_run=true."""
 
     async def caller_of(request: Request) -> Caller:
         return await gate.caller(request.headers, request.client.host if request.client else "")
 
-    async def accept(command: SubmitBatch) -> BatchSubmission:
+    async def accept(command: SubmitBatch, dry_run: bool) -> BatchSubmission | dict[str, Any]:
+        if dry_run:
+            return await estimator.estimate(command)
         return await submit_batch(command, catalog=catalog, intake=intake, batches=batches,
                                   job_size=settings.max_domains_per_job, max_domains=settings.max_domains_per_batch)
 
     async def submit(request: Request) -> JSONResponse:
         caller = await caller_of(request)  # before the body: strangers cost no reading
-        async with deadline():
-            await budgets.check(caller)  # 429 budget_exhausted, before the body too
+        dry_run = _dry_run(request.query_params.get("dry_run"))
+        if not dry_run:  # a dry run spends nothing: it is answered over a spent limit too
+            async with deadline():
+                await budgets.check(caller)  # 429 budget_exhausted, before the body too
         kind = content_kind(request)
         reply_queue = request.headers.get("x-reply-queue")
         if reply_queue is not None and reply_queue.strip() in own_queues:
@@ -76,13 +84,15 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
                 upload = await asyncio.to_thread(CsvUpload, body, column)
                 try:
                     submission = await accept(command(classifier, upload.rows(), _cell_domain,
-                                                      identity.hexdigest(), upload.header))
+                                                      identity.hexdigest(), upload.header), dry_run)
                 finally:
                     upload.close()
             else:
                 classifier, domains = await asyncio.to_thread(json_rows, body)
                 submission = await accept(command(classifier, json_input_rows(domains), normalize_domain,
-                                                  identity.hexdigest()))
+                                                  identity.hexdigest()), dry_run)
+        if isinstance(submission, dict):
+            return JSONResponse(submission)  # the dry run: nothing recorded, nothing to reply
         headers = {"Location": f"/batches/{submission.batch.id}"}
         if submission.replayed:
             headers["Idempotent-Replayed"] = "true"
@@ -135,6 +145,14 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         Route("/batches/{batch_id}", progress_or_cancel, methods=["GET", "DELETE"]),
         Route("/batches/{batch_id}/results", results, methods=["GET"]),
     ]
+
+
+def _dry_run(value: str | None) -> bool:
+    if value is None or value.lower() in ("false", "0"):
+        return False
+    if value.lower() in ("true", "1", ""):
+        return True
+    raise BodyRejected(400, "bad_dry_run", f"dry_run must be true or false, not {value!r}")
 
 
 def _cell_domain(value: object) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from firmsift.domain.batches import BatchStatus
+from firmsift.entrypoints.http.openapi_estimate import BATCH_SPEND, DRY_RUN_PARAMETER, estimate_schema
 
 JSON = "application/json"
 CSV = "text/csv"
@@ -35,6 +36,22 @@ def batch_schemas(classifiers: list[str], max_domains: int) -> dict[str, Any]:
                                                  "null while any is pending"},
         "estimated_finish_at": {**moment, "description": "at the rate seen so far; null before the first domain "
                                                          "finished and once none is pending"},
+        "spend": BATCH_SPEND,
+    }
+    accepted = {
+        "type": "object", "required": ["batch_id", "classifier", "total", "accepted", "duplicates", "rejected"],
+        "additionalProperties": False,
+        "properties": {
+            "batch_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
+            "total": {**count, "description": "rows read"},
+            "accepted": {**count, "description": "unique domains to classify"},
+            "duplicates": {**count, "description": "rows whose domain an earlier row already has"},
+            "rejected": {"type": "array", "items": {
+                "type": "object", "required": ["index", "reason"], "additionalProperties": False,
+                "properties": {"index": {**count, "description": "0-based row of the list or of the CSV data"},
+                               "line": {"type": "integer", "minimum": 2, "description": "CSV line the row starts on"},
+                               "reason": {"type": "string"}}}},
+        },
     }
     return {
         "BatchRequest": {
@@ -46,21 +63,8 @@ def batch_schemas(classifiers: list[str], max_domains: int) -> dict[str, Any]:
                                            f"{max_domains} unique ones (413 too_many_domains); a value that is not "
                                            "a valid domain is a rejected row, listed in the answer"}},
         },
-        "BatchAccepted": {
-            "type": "object", "required": ["batch_id", "classifier", "total", "accepted", "duplicates", "rejected"],
-            "additionalProperties": False,
-            "properties": {
-                "batch_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
-                "total": {**count, "description": "rows read"},
-                "accepted": {**count, "description": "unique domains to classify"},
-                "duplicates": {**count, "description": "rows whose domain an earlier row already has"},
-                "rejected": {"type": "array", "items": {
-                    "type": "object", "required": ["index", "reason"], "additionalProperties": False,
-                    "properties": {"index": {**count, "description": "0-based row of the list or of the CSV data"},
-                                   "line": {"type": "integer", "minimum": 2, "description": "CSV line the row starts on"},
-                                   "reason": {"type": "string"}}}},
-            },
-        },
+        "BatchAccepted": accepted,
+        "BatchEstimate": estimate_schema(accepted),
         "BatchProgress": {"type": "object", "required": list(progress_fields), "additionalProperties": False,
                           "properties": progress_fields},
         "BatchCancelled": {"type": "object", "required": [*progress_fields, "cancelled_jobs"],
@@ -86,12 +90,14 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
             {"name": "column", "in": "query", "required": False, "schema": {"type": "string", "minLength": 1},
              "description": "for a CSV upload (then required): the column holding the domains; each cell's first "
                             "host name is used, as `firmsift classify` does"},
-            *headers,
+            DRY_RUN_PARAMETER, *headers,
         ],
         "requestBody": {"required": True, "content": {
             JSON: {"schema": _ref("BatchRequest"), "example": {"classifier": "cpg", "domains": ["unilever.com"]}},
             CSV: {"schema": {"type": "string"}, "example": "Company,Website\r\nUnilever,https://www.unilever.com/\r\n"}}},
         "responses": {
+            "200": {"description": "dry_run=true: what the batch would cost; nothing recorded",
+                    "content": {JSON: {"schema": _ref("BatchEstimate")}}},
             "202": {"description": "accepted (or, for a repeated Idempotency-Key, the batch it accepted first)",
                     "headers": {"Location": {"schema": {"type": "string"}, "required": True},
                                 "Idempotent-Replayed": {"schema": {"type": "string", "enum": ["true"]}}},
@@ -99,7 +105,8 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
                     "links": {"GetBatch": {"operationId": "getBatch", "description": "follow the batch",
                                            "parameters": {"batch_id": "$response.body#/batch_id"}}}},
             "400": error("unreadable body: malformed_json, bad_csv (an unreadable CSV, or no such column: the "
-                         "columns found are named), missing_column, empty_body, bad_content_length"),
+                         "columns found are named), missing_column, empty_body, bad_content_length; "
+                         "bad_dry_run (dry_run neither true nor false)"),
             **auth_errors, "429": intake_429, **reply_queue_errors,
             "413": error(f"body over {max_body_bytes} bytes (body_too_large), or more than {max_domains} unique "
                          "domains (too_many_domains)"),

@@ -1,0 +1,96 @@
+"""The price of a batch before it is paid: where each domain would be answered from, and what the
+domains left to ask the LLM should cost in tokens, dollars and time.
+
+Tokens per question come from the stored answers of the classifier when there are enough of
+them (`TokenHistory`), else from the prompt itself: its length with no evidence, plus evidence
+of a typical size, at about four characters a token. Every figure says which basis it rests on;
+a price or a time that cannot be known is None (said "unknown"), never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from firmsift.domain.model import Classifier
+from firmsift.domain.prompt import MAX_EVIDENCE_CHARS, build_prompt
+
+MIN_SAMPLES = 20  # stored answers with token counts before their average is trusted over the prompt's length
+CHARS_PER_TOKEN = 4  # English text in the GPT tokenizers, roughly
+TYPICAL_EVIDENCE_CHARS = MAX_EVIDENCE_CHARS // 2  # search snippets and a homepage excerpt, cut as prompt.py cuts them
+TYPICAL_ANSWER_TOKENS = 120  # the JSON answer: a boolean, a confidence, a few sentences of reasoning, a quote
+STORED = "stored"  # basis: the average of stored answers
+PROMPT = "prompt"  # basis: the prompt's length
+
+
+@dataclass(frozen=True)
+class TokenHistory:
+    """What the classifier's stored LLM answers used: how many report tokens, and their averages."""
+
+    answers: int = 0
+    tokens_in: float = 0.0
+    tokens_out: float = 0.0
+
+
+@dataclass(frozen=True)
+class TokensPerQuestion:
+    tokens_in: int
+    tokens_out: int
+    basis: str  # STORED or PROMPT
+    samples: int  # stored answers averaged (0 for PROMPT)
+
+
+@dataclass(frozen=True)
+class DomainTally:
+    """Where a batch's unique domains would be answered from, had it been submitted now."""
+
+    known: int = 0  # known companies: answered without any call
+    cached: int = 0  # a fresh stored answer of this classifier
+    cached_precheck: int = 0  # a fresh pre-check outcome (no DNS, unreachable, parked)
+    new: int = 0  # pre-checked when the pre-check is on, and asked unless it ends them
+
+
+def tokens_per_question(history: TokenHistory, classifier: Classifier) -> TokensPerQuestion:
+    """Tokens one question should use: the stored average once MIN_SAMPLES answers report tokens,
+    else the prompt's length with typical evidence, and a typical answer's length."""
+    if history.answers >= MIN_SAMPLES:
+        return TokensPerQuestion(round(history.tokens_in), round(history.tokens_out), STORED, history.answers)
+    system, user = build_prompt(classifier, "example.com", [], "0" * 24)
+    chars = len(system) + len(user) + TYPICAL_EVIDENCE_CHARS
+    return TokensPerQuestion(math.ceil(chars / CHARS_PER_TOKEN), TYPICAL_ANSWER_TOKENS, PROMPT, 0)
+
+
+def estimated_tokens(tally: DomainTally, per_question: TokensPerQuestion) -> tuple[int, int]:
+    """(tokens in, tokens out) of asking the LLM about every new domain."""
+    return tally.new * per_question.tokens_in, tally.new * per_question.tokens_out
+
+
+def estimate_document(tally: DomainTally, *, model: str, per_question: TokensPerQuestion, cost_usd: float | None,
+                      precheck: bool, llm_concurrency: int) -> dict[str, Any]:
+    """What the dry run adds to a batch's counts. `cost_usd` prices estimated_tokens (None: unknown)."""
+    tokens_in, tokens_out = estimated_tokens(tally, per_question)
+    basis = (f"average of {per_question.samples} stored answers of this classifier" if per_question.basis == STORED
+             else f"prompt length with typical evidence (fewer than {MIN_SAMPLES} stored answers report tokens)")
+    return {
+        "known_companies": tally.known,
+        "cached": tally.cached,
+        "cached_precheck": tally.cached_precheck,
+        "to_precheck": tally.new if precheck else 0,
+        "to_ask": tally.new,
+        "llm": {
+            "model": model,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "tokens_per_domain": {"tokens_in": per_question.tokens_in, "tokens_out": per_question.tokens_out},
+            "tokens_basis": basis,
+            "cost_usd": None if cost_usd is None else round(cost_usd, 6),
+            "cost": "known" if cost_usd is not None else (
+                f"unknown: no price for {model} (set FIRMSIFT_LLM_INPUT_COST_PER_MILLION and "
+                "FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION)"),
+            "concurrency": llm_concurrency,
+            "wall_time": "unknown: no LLM latency is recorded in the database" if tally.new else "none to ask",
+        },
+        "upper_bound": ("to_ask counts every new domain: the pre-check may end some (no DNS, unreachable, parked) "
+                        "before the LLM is asked" if precheck else "to_ask counts every new domain"),
+    }

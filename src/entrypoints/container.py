@@ -222,6 +222,7 @@ class Container(containers.DeclarativeContainer):
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
         lease_holder=providers.Callable(lease_holder_name),
         precheck=providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures),
+        evidence_reuse_age=settings.provided.evidence_reuse_age, on_evidence_reused=metrics.provided.count_evidence_reuse,
     )
     worker_config = providers.Factory(
         WorkerConfig, wait_time=settings.provided.wait_time, visibility_timeout=settings.provided.visibility_timeout,

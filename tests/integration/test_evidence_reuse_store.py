@@ -8,8 +8,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.adapters.sql import migrations
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.evidence_status import FOUND, NOTHING_FOUND
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, JobStatus, ResultStatus, Source
@@ -95,3 +97,21 @@ async def test_reuse_fields_round_trip_on_answers_and_results(store) -> None:
     plain = (await store.get_answers(["a.com"], "plain"))["a.com"]
     assert (plain.evidence_reused_from, plain.evidence_searched_at) == (None, None)
     assert (await store.get_job("plain:a.com")).result_for("a.com").evidence_reused_from is None
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_migration_10_applies_over_stored_rows_and_old_answers_lend_their_evidence(
+        backend: str, tmp_path: Path) -> None:
+    with migrated_engine(backend, tmp_path) as engine:
+        with engine.begin() as conn:  # undo migration 10, as a database from before it
+            for table in ("answers", "job_domains"):
+                for column in ("evidence_reused_from", "evidence_searched_at"):
+                    conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+            conn.execute(text("DELETE FROM schema_migrations WHERE version = 10"))
+            conn.execute(text("INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, "
+                              "evidence, answered_at, evidence_status) VALUES ('a.com', 'b2b', 'DONE', 'llm', TRUE, 4, "
+                              "'old', '[{\"url\": \"https://a.com/\", \"title\": \"A\", \"snippet\": \"s\"}]', "
+                              f"{(NOW - timedelta(days=2)).timestamp()}, 'found')"))
+        assert [m.version for m in migrations.upgrade(engine)] == [10]
+        lent = await SqlStore(engine).recent_evidence("a.com", "cpg", SINCE)
+        assert lent is not None and lent.classifier == "b2b" and lent.evidence_reused_from is None

@@ -1,10 +1,13 @@
-"""Which evidence is worth handing to the model, and which search provider it came from."""
+"""Which evidence is worth handing to the model, which search provider it came from, and when
+another classifier's stored evidence may be reused instead of searching again."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
-from firmsift.domain.model import Evidence
+from firmsift.domain.evidence_status import FOUND
+from firmsift.domain.model import Answer, Evidence, ResultStatus, Source
 
 
 def is_useful(evidence: Iterable[Evidence]) -> bool:
@@ -18,3 +21,19 @@ def evidence_provider(evidence: Iterable[Evidence]) -> str | None:
     the order first seen, comma-separated; None when no item names one (no evidence at all)."""
     names = dict.fromkeys(item.provider for item in evidence if item.provider)
     return ",".join(names) or None
+
+
+def evidence_origin(answer: Answer) -> tuple[str, datetime]:
+    """(the classifier whose answer searched for this answer's evidence, when that search ran).
+    Evidence reused from a reuse names the first search, so it never looks younger than it is."""
+    if answer.evidence_reused_from is not None and answer.evidence_searched_at is not None:
+        return answer.evidence_reused_from, answer.evidence_searched_at
+    return answer.classifier, answer.answered_at
+
+
+def may_lend_evidence(answer: Answer, *, to: str, since: datetime) -> bool:
+    """Whether classifier `to` may reuse this stored answer's evidence instead of searching: an
+    answer of another classifier that the LLM gave (not FAILED, not ended by the pre-check) on
+    evidence a search found, searched at or after `since`. The SQL store's query says the same."""
+    return (answer.classifier != to and answer.status is ResultStatus.DONE and answer.source is Source.LLM
+            and answer.evidence_status == FOUND and bool(answer.evidence) and evidence_origin(answer)[1] >= since)

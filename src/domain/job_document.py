@@ -47,6 +47,8 @@ def result_document(result: DomainResult) -> dict[str, Any]:
         "evidence": [{"url": e.url, "title": e.title} for e in result.evidence],
         "evidence_status": result.evidence_status,
         "search_provider": result.search_provider,
+        "evidence_reused_from": result.evidence_reused_from,
+        "evidence_searched_at": result.evidence_searched_at.isoformat() if result.evidence_searched_at else None,
         "quote": result.quote,
         "quote_status": result.quote_status.value if result.quote_status else None,
         "site_status": result.site_status,

@@ -116,6 +116,10 @@ class Answer:
     site_status: str | None = None  # the pre-check's SiteStatus value; None where no pre-check ran
     redirected_to: str | None = None  # where a `redirected` domain leads (its registrable domain)
     redirected_answer: bool | None = None  # the target's fresh answer when it had one, else None
+    # Evidence taken from another classifier's recent answer instead of searching again: that
+    # classifier's name and when the search that found it ran. None: searched for this answer.
+    evidence_reused_from: str | None = None
+    evidence_searched_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,8 @@ class DomainResult:
     site_status: str | None = None
     redirected_to: str | None = None
     redirected_answer: bool | None = None
+    evidence_reused_from: str | None = None
+    evidence_searched_at: datetime | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, source: Source, *, paid: bool | None = None) -> DomainResult:
@@ -174,6 +180,8 @@ class DomainResult:
             site_status=answer.site_status,
             redirected_to=answer.redirected_to,
             redirected_answer=answer.redirected_answer,
+            evidence_reused_from=answer.evidence_reused_from,
+            evidence_searched_at=answer.evidence_searched_at,
         )
 
 

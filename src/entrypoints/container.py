@@ -248,6 +248,8 @@ class Container(containers.DeclarativeContainer):
         lease_holder=providers.Callable(lease_holder_name),
         precheck=providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures),
         spend_gate=budgets.provided.refusal_for_owner,
+        evidence_reuse_age=settings.provided.evidence_reuse_age,
+        on_evidence_reused=metrics.provided.count_evidence_reuse,
     )
     worker_config = providers.Factory(
         WorkerConfig, wait_time=settings.provided.wait_time, visibility_timeout=settings.provided.visibility_timeout,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -89,6 +90,9 @@ class Settings(BaseSettings):
                                              "empty: the system's")
     dns_port: int = Field(53, ge=1, le=65535)
     dns_timeout: float = Field(4.0, gt=0, le=60, description="seconds one DNS query may take, retries included")
+    evidence_reuse_days: float = Field(
+        30.0, ge=0, le=365, description="days another classifier's evidence for a domain is reused instead of "
+                                        "searching again; 0: always search")
     signatures_dir: Path | None = Field(None, description="folder of extra parking.toml / walls.toml signatures")
 
     max_domains_per_job: int = Field(10, ge=1, le=1000)
@@ -203,6 +207,11 @@ class Settings(BaseSettings):
             raise ValueError("queue_backend=sqs needs a FIFO queue: set FIRMSIFT_QUEUE_NAME to a name ending in "
                              ".fifo or FIRMSIFT_SQS_QUEUE_URL")
         return self
+
+    @property
+    def evidence_reuse_age(self) -> timedelta | None:
+        """How recent reusable evidence must be; None when reuse is off."""
+        return timedelta(days=self.evidence_reuse_days) if self.evidence_reuse_days > 0 else None
 
     @property
     def search_providers(self) -> tuple[str, ...]:

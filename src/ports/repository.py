@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from datetime import datetime
 from typing import Protocol
 
 from firmsift.domain.estimates import TokenHistory
@@ -45,6 +46,11 @@ class JobRepository(Protocol):
 class AnswerStore(Protocol):
     async def get_answers(self, domains: Iterable[str], classifier: str) -> dict[str, Answer]:
         """Stored answers (fresh or not, FAILED included) keyed by domain."""
+
+    async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
+        """The stored answer for `domain` whose evidence `classifier` may reuse instead of searching
+        (evidence_use.may_lend_evidence: another classifier's, DONE by the LLM, evidence found,
+        searched at or after `since`), the most recently searched one; None when there is none."""
 
 
 class AnswerHistory(Protocol):

@@ -8,15 +8,13 @@ import logging
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from firmsift.domain.background import alongside
 from firmsift.domain.budgets import BudgetExhausted, SpendingPaused
 from firmsift.domain.clock import utc_now
-from firmsift.domain.evidence_status import after_failed_search, after_search
-from firmsift.domain.evidence_use import evidence_provider
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.known_companies import known_company, known_company_reason, with_parents
@@ -33,6 +31,7 @@ from firmsift.domain.model import (
 )
 from firmsift.domain.outside_text import UnstorableText
 from firmsift.services.asking import ask_llm
+from firmsift.services.evidence import gather_evidence
 from firmsift.services.precheck import Precheck, SiteCheck
 
 if TYPE_CHECKING:
@@ -70,6 +69,10 @@ class JobDependencies:
     # Why a job's owner (its API key id) may not spend now, or None; asked before each domain that
     # would need the pre-check and the LLM (None: no spend limits).
     spend_gate: Callable[[str], Awaitable[BudgetExhausted | None]] | None = None
+    # Another classifier's evidence for the domain searched this recently is reused instead of
+    # searching again (None: always search); each reuse is told to on_evidence_reused(classifier).
+    evidence_reuse_age: timedelta | None = None
+    on_evidence_reused: Callable[[str], None] = lambda classifier: None
 
     def is_fresh(self, answer: Answer, classifier: Classifier) -> bool:
         """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age."""
@@ -261,13 +264,14 @@ async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Jo
 
 
 async def _ask_llm(domain: str, classifier: Classifier, deps: JobDependencies, site: SiteCheck | None) -> Answer:
-    try:
-        evidence = await deps.search.gather(domain)
-        searched = after_search(evidence)
-    except Exception as error:  # noqa: BLE001 - any search failure: carry on without evidence
-        log.warning("search failed, asking without evidence", extra={"domain": domain, "error": str(error)})
-        evidence, searched = [], after_failed_search(error)
-    answer, _ = await ask_llm(domain, classifier, evidence, deps.llm, pricing=deps.pricing, slots=deps.llm_slots,
-                              marker=deps.new_marker(), now=deps.now)
-    answer = replace(answer, evidence_status=searched, search_provider=evidence_provider(evidence))
+    evidence = await gather_evidence(domain, classifier.name, deps.search, deps.answers,
+                                     reuse_age=deps.evidence_reuse_age, now=deps.now())
+    if evidence.reused_from is not None:
+        deps.on_evidence_reused(classifier.name)
+        log.info("evidence reused", extra={"domain": domain, "classifier": classifier.name,
+                                           "reused_from": evidence.reused_from})
+    # The quote is checked against the evidence as sent: reused evidence is sent as it was stored.
+    answer, _ = await ask_llm(domain, classifier, evidence.items, deps.llm, pricing=deps.pricing,
+                              slots=deps.llm_slots, marker=deps.new_marker(), now=deps.now)
+    answer = evidence.mark(answer)
     return site.mark(answer) if site is not None else answer

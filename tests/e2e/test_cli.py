@@ -149,7 +149,8 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
         header, *rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""), delimiter=";"))
         source_rows = list(csv.reader(io.StringIO(MESSY_EXPORT, newline=""), delimiter=";"))
         assert header == [*source_rows[0], "classified_domain", "status", "answer", "confidence", "reason", "source",
-                          "evidence", "evidence_status", "search_provider", "quote", "quote_status", "site_status",
+                          "evidence", "evidence_status", "search_provider", "evidence_reused_from",
+                          "evidence_searched_at", "quote", "quote_status", "site_status",
                           "redirected_to", "redirected_answer", "tokens_in", "tokens_out", "cost_usd",
                           "answer_tokens_in", "answer_tokens_out", "answer_cost_usd", "error", "job_id"]
         assert [r[:3] for r in rows] == source_rows[1:]  # every row, every input cell, in input order
@@ -161,17 +162,17 @@ def test_serve_then_classify_a_messy_csv_keeping_rows_columns_and_order(tmp_path
             ("Broken", "broken-answer.com", "FAILED", ""), ("Mail", "", "REJECTED", ""),
             ("Acme", "acme-snacks.com", "DONE", "true"), ("Kimberly again", "kimberly-clark.com", "DONE", "true")]
         assert {r[11] for r in rows if r[4] == "DONE"} == {"searxng"}  # whose evidence each answer used
-        assert rows[6][23] and f"line 9: failed broken-answer.com: {rows[6][23]}" in result.stderr
-        assert len({r[24] for r in rows if r[24]}) == 2  # 6 unique domains in jobs of <= 3
-        assert {r[14] for r in rows} == {""}  # the pre-check is off here (tests/support/processes.py)
+        assert rows[6][25] and f"line 9: failed broken-answer.com: {rows[6][25]}" in result.stderr
+        assert len({r[26] for r in rows if r[26]}) == 2  # 6 unique domains in jobs of <= 3
+        assert {r[16] for r in rows} == {""}  # the pre-check is off here (tests/support/processes.py)
         # Each LLM call, the unreadable answer's too, was billed; written fixed-point. A rejected row costs nothing
         # and says nothing (empty cells).
-        assert {(r[4], *r[17:23]) for r in rows} == {
+        assert {(r[4], *r[19:25]) for r in rows} == {
             ("DONE", "10", "10", "0.00004", "10", "10", "0.00004"), ("FAILED", "10", "10", "0.00004", "10", "10", "0.00004"),
             ("REJECTED", "", "", "", "", "", "")}
         # The fake model quotes the fake search's snippet: every answer's quote verifies.
-        assert {(r[4], r[13]) for r in rows} == {("DONE", "verified"), ("FAILED", ""), ("REJECTED", "")}
-        assert all(r[12] for r in rows if r[4] == "DONE")
+        assert {(r[4], r[15]) for r in rows} == {("DONE", "verified"), ("FAILED", ""), ("REJECTED", "")}
+        assert all(r[14] for r in rows if r[4] == "DONE")
 
         as_json = firmsift("classify", "acme-snacks.com", "--api", base, "--format", "json", env=env)
         assert as_json.returncode == 0, as_json.stderr

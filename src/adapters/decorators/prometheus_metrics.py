@@ -46,6 +46,9 @@ class Metrics:
                                     ["provider", "outcome"], registry=r)
         self.search_seconds = Histogram("firmsift_search_call_seconds", "Search call latency, by provider",
                                         ["provider"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.evidence_reused = Counter("firmsift_evidence_reused", "LLM questions asked on another classifier's "
+                                       "recent evidence instead of a new search, by classifier asked",
+                                       ["classifier"], registry=r)
         self.messages_received = Counter("firmsift_queue_messages_received", "Work-queue messages received",
                                          registry=r)
         self.messages_deleted = Counter("firmsift_queue_messages_deleted", "Work-queue messages deleted", registry=r)
@@ -56,6 +59,9 @@ class Metrics:
         self.domains.labels(source=result.source.value if result.source else "none", status=result.status.value).inc()
         if result.site_status is not None:
             self.site_statuses.labels(status=result.site_status).inc()
+
+    def count_evidence_reuse(self, classifier: str) -> None:
+        self.evidence_reused.labels(classifier=classifier).inc()
 
     def count_job(self, job: Job, seconds: float) -> None:
         self.jobs_finished.labels(status=job.status.value).inc()

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from firmsift.domain.estimates import TokenHistory
+from firmsift.domain.evidence_use import evidence_origin, may_lend_evidence
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany, Source
 from firmsift.domain.outside_text import check_storable
@@ -80,6 +81,12 @@ class InMemoryStore:
             return TokenHistory()
         return TokenHistory(len(counted), sum(i for i, _ in counted) / len(counted),
                             sum(o for _, o in counted) / len(counted))
+
+    async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
+        lenders = [answer for (stored_domain, _), answer in self.answers.items()
+                   if stored_domain == domain and may_lend_evidence(answer, to=classifier, since=since)]
+        # Latest search first; between equals, the classifier first by name (as the SQL store orders).
+        return min(lenders, key=lambda a: (-evidence_origin(a)[1].timestamp(), a.classifier), default=None)
 
     async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
         return {d: self.companies[d] for d in domains if d in self.companies}

@@ -213,6 +213,18 @@ def _m009_budgets(_dialect: str) -> list[str]:
     ]
 
 
+def _m010_evidence_reuse(_dialect: str) -> list[str]:
+    # Evidence reused from another classifier's recent answer: that classifier and when its search
+    # ran (epoch seconds); NULL where the answer searched itself, and in rows stored before reuse.
+    # No index: the look-up is by domain, the leading column of the answers primary key.
+    # Only columns of this migration's own are named, so it applies whatever migration 9 adds.
+    return [
+        f"ALTER TABLE {table} ADD COLUMN {column}"
+        for table in ("answers", "job_domains")
+        for column in ("evidence_reused_from TEXT", "evidence_searched_at DOUBLE PRECISION")
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m001_initial),
     Migration(2, "keys_idempotency_leases", _m002_keys_idempotency_leases),
@@ -223,6 +235,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "answer_cost", _m007_answer_cost),
     Migration(8, "batches", _m008_batches),
     Migration(9, "budgets", _m009_budgets),
+    Migration(10, "evidence_reuse", _m010_evidence_reuse),
 )
 
 CREATE_MIGRATIONS_TABLE = (

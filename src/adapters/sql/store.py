@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, func, select, text, update
@@ -17,6 +18,7 @@ from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.store_rows import answer_params, domain_result, epoch_time, result_values, stored_answer
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
 from firmsift.domain.estimates import TokenHistory
+from firmsift.domain.evidence_status import FOUND
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import (
     Answer,
@@ -36,11 +38,12 @@ UPSERT_ANSWER = text("""
     INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,
                          error, raw_output, model, prompt_version, answered_at, evidence_status,
                          search_provider, quote, quote_status, site_status, redirected_to,
-                         redirected_answer, tokens_in, tokens_out, cost_usd)
+                         redirected_answer, tokens_in, tokens_out, cost_usd, evidence_reused_from,
+                         evidence_searched_at)
     VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
             :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status,
             :search_provider, :quote, :quote_status, :site_status, :redirected_to, :redirected_answer,
-            :tokens_in, :tokens_out, :cost_usd)
+            :tokens_in, :tokens_out, :cost_usd, :evidence_reused_from, :evidence_searched_at)
     ON CONFLICT (domain, classifier) DO UPDATE SET
         status = excluded.status, source = excluded.source, answer = excluded.answer,
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
@@ -50,7 +53,8 @@ UPSERT_ANSWER = text("""
         quote = excluded.quote, quote_status = excluded.quote_status,
         site_status = excluded.site_status, redirected_to = excluded.redirected_to,
         redirected_answer = excluded.redirected_answer, tokens_in = excluded.tokens_in,
-        tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd
+        tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd,
+        evidence_reused_from = excluded.evidence_reused_from, evidence_searched_at = excluded.evidence_searched_at
 """)
 
 # Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
@@ -184,6 +188,21 @@ class SqlStore:
             answers.c.tokens_in.is_not(None), answers.c.tokens_out.is_not(None))
         count, tokens_in, tokens_out = (await self._run(lambda conn: conn.execute(query).one()))
         return TokenHistory(count, float(tokens_in or 0), float(tokens_out or 0))
+
+    async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
+        # evidence_use.may_lend_evidence as SQL, on the answers primary key's leading column (domain).
+        searched_at = func.coalesce(answers.c.evidence_searched_at, answers.c.answered_at)
+        query = (select(answers).where(
+            answers.c.domain == domain, answers.c.classifier != classifier,
+            answers.c.status == ResultStatus.DONE.value, answers.c.source == Source.LLM.value,
+            answers.c.evidence_status == FOUND, answers.c.evidence != "[]", searched_at >= since.timestamp(),
+        ).order_by(searched_at.desc(), answers.c.classifier).limit(1))
+
+        def work(conn: Connection) -> Answer | None:
+            row = conn.execute(query).mappings().first()
+            return None if row is None else stored_answer(row)
+
+        return await self._run(work)
 
     async def find_known(self, domains: Iterable[str]) -> dict[str, KnownCompany]:
         wanted = list(domains)

@@ -34,6 +34,14 @@ def _quote_status(value: str | None) -> QuoteStatus | None:
     return None if value is None else QuoteStatus(value)
 
 
+def _optional_time(epoch: float | None) -> datetime | None:
+    return None if epoch is None else epoch_time(epoch)
+
+
+def _optional_epoch(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
 def domain_result(row: Any) -> DomainResult:
     return DomainResult(
         domain=row["domain"], status=ResultStatus(row["status"]), answer=_optional_bool(row["answer"]),
@@ -45,7 +53,8 @@ def domain_result(row: Any) -> DomainResult:
         redirected_answer=_optional_bool(row["redirected_answer"]),
         tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
         answer_tokens_in=row["answer_tokens_in"], answer_tokens_out=row["answer_tokens_out"],
-        answer_cost_usd=row["answer_cost_usd"],
+        answer_cost_usd=row["answer_cost_usd"], evidence_reused_from=row["evidence_reused_from"],
+        evidence_searched_at=_optional_time(row["evidence_searched_at"]),
     )
 
 
@@ -60,6 +69,8 @@ def stored_answer(row: Any) -> Answer:
         site_status=row["site_status"], redirected_to=row["redirected_to"],
         redirected_answer=_optional_bool(row["redirected_answer"]),
         tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
+        evidence_reused_from=row["evidence_reused_from"],
+        evidence_searched_at=_optional_time(row["evidence_searched_at"]),
     )
 
 
@@ -75,6 +86,8 @@ def answer_params(answer: Answer) -> dict[str, Any]:
         "site_status": answer.site_status, "redirected_to": answer.redirected_to,
         "redirected_answer": answer.redirected_answer,
         "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out, "cost_usd": answer.cost_usd,
+        "evidence_reused_from": answer.evidence_reused_from,
+        "evidence_searched_at": _optional_epoch(answer.evidence_searched_at),
     }
 
 
@@ -91,4 +104,6 @@ def result_values(result: DomainResult) -> dict[str, Any]:
         "tokens_in": result.tokens_in, "tokens_out": result.tokens_out, "cost_usd": result.cost_usd,
         "answer_tokens_in": result.answer_tokens_in, "answer_tokens_out": result.answer_tokens_out,
         "answer_cost_usd": result.answer_cost_usd,
+        "evidence_reused_from": result.evidence_reused_from,
+        "evidence_searched_at": _optional_epoch(result.evidence_searched_at),
     }

@@ -49,6 +49,8 @@ job_domains = Table(
     Column("site_status", Text),
     Column("redirected_to", Text),
     Column("redirected_answer", Boolean),
+    Column("evidence_reused_from", Text),
+    Column("evidence_searched_at", Float),
 )
 
 answers = Table(
@@ -77,6 +79,8 @@ answers = Table(
     Column("site_status", Text),
     Column("redirected_to", Text),
     Column("redirected_answer", Boolean),
+    Column("evidence_reused_from", Text),
+    Column("evidence_searched_at", Float),
 )
 
 known_companies = Table(

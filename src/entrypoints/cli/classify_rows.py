@@ -16,7 +16,8 @@ REJECTED = "REJECTED"
 # `classified_domain` says what was taken from the cell (normalized); the rest is the API's answer.
 # The cost columns are the API's: what the job spent on the domain, then the answer's own call.
 ANSWER_COLUMNS = ("classified_domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                  "evidence_status", "search_provider", "quote", "quote_status", "site_status", "redirected_to",
+                  "evidence_status", "search_provider", "evidence_reused_from", "evidence_searched_at", "quote",
+                  "quote_status", "site_status", "redirected_to",
                   "redirected_answer", "tokens_in", "tokens_out", "cost_usd", "answer_tokens_in", "answer_tokens_out", "answer_cost_usd", "error", "job_id")
 _COST_COLUMNS = ANSWER_COLUMNS[ANSWER_COLUMNS.index("tokens_in"):ANSWER_COLUMNS.index("error")]
 CLASH_PREFIX = "firmsift_"
@@ -94,6 +95,8 @@ def answer_fields(row: Row) -> dict[str, Any]:
         "evidence": result.get("evidence") or [],
         "evidence_status": result.get("evidence_status"),
         "search_provider": result.get("search_provider"),
+        "evidence_reused_from": result.get("evidence_reused_from"),
+        "evidence_searched_at": result.get("evidence_searched_at"),
         "quote": result.get("quote"),
         "quote_status": result.get("quote_status"),
         "site_status": result.get("site_status"),

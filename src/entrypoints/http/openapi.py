@@ -85,7 +85,7 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
         "Result": {
             "type": "object", "additionalProperties": False,
             "required": ["domain", "status", "answer", "confidence", "reason", "source", "evidence",
-                         "evidence_status", "search_provider", "quote", "quote_status", "site_status",
+                         "evidence_status", "search_provider", "evidence_reused_from", "evidence_searched_at", "quote", "quote_status", "site_status",
                          "redirected_to", "redirected_answer", "error", *RESULT_COST_FIELDS],
             "properties": {
                 "domain": {"type": "string"}, "status": {"enum": RESULT_STATUSES},
@@ -102,6 +102,13 @@ def _schemas(classifiers: list[str], max_domains: int, max_details: int) -> dict
                     "the search provider whose evidence the answer used (`homepage`, `searxng`, `tavily` "
                     "or `brave`: the first of a chain that found useful evidence); null where it used none "
                     "(no search, nothing found, every provider failed) or was answered before it was recorded")},
+                "evidence_reused_from": {**nullable_string, "description": (
+                    "the classifier whose recent answer for this domain lent its evidence (stored, as sent "
+                    "then) instead of a new search, within FIRMSIFT_EVIDENCE_REUSE_DAYS; `evidence_status` "
+                    "and `search_provider` are that search's; null where the evidence was searched for "
+                    "this answer, or no search ran")},
+                "evidence_searched_at": {"type": ["string", "null"], "format": "date-time", "description": (
+                    "for reused evidence: when the search that found it ran; null otherwise")},
                 "quote": {**nullable_string, "maxLength": MAX_QUOTE_CHARS, "description": (
                     "the passage of the evidence the model quoted for its answer (untrusted text, cut to "
                     f"{MAX_QUOTE_CHARS} characters); null when it gave none or no LLM answered")},

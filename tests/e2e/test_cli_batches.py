@@ -123,6 +123,11 @@ def test_a_broken_download_resumes_into_the_same_file_without_a_new_batch(tmp_pa
     assert "line 4: took thekrogerco.com" in whole.stderr and 'line 6: rejected "": blank cell' in whole.stderr
     assert "line 9: failed broken-answer.com: " in whole.stderr
     assert out.read_bytes() == again.read_bytes()
+    # To standard output as JSON: the same batches again (their keys hold the file, not the output).
+    as_json = firmsift(*run[:-2], "--format", "json", env=processes.env)
+    assert as_json.returncode == 3, as_json.stderr
+    assert proxy.batches_posted == submitted
+    assert [(item["line"], item["status"]) for item in json.loads(as_json.stdout)][:2] == [(2, "DONE"), (4, "DONE")]
 
     raw = out.read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf") and raw.count(b"\xef\xbb\xbf") == 1  # one BOM, though written twice

@@ -25,10 +25,13 @@ class BatchChunk:
 
 @dataclass
 class RunState:
-    """The run: `identity` names the input and the request (file hash, column, format, classifier, API);
-    `written` rows and `written_bytes` bytes of the output are complete, with `tally` their counts."""
+    """The run: `identity` names the input and the request (file hash, column, classifier, API, output
+    format); `key_base` only what the batches hold (file hash, column, classifier), so another output
+    of the same file meets the same batches. `written` rows and `written_bytes` bytes of the output are
+    complete, with `tally` their counts."""
 
     identity: str
+    key_base: str
     chunks: list[BatchChunk] = field(default_factory=list)
     written: int = 0
     written_bytes: int = 0
@@ -51,7 +54,7 @@ def load_state(path: Path, identity: str) -> RunState | None:
         saved = json.loads(path.read_text(encoding="utf-8"))
         if saved.get("identity") != identity:
             return None
-        return RunState(identity, [BatchChunk(**c) for c in saved["chunks"]], int(saved["written"]),
+        return RunState(identity, str(saved["key_base"]), [BatchChunk(**c) for c in saved["chunks"]], int(saved["written"]),
                         int(saved["written_bytes"]), Tally(**saved["tally"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None

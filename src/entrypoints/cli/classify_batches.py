@@ -52,7 +52,7 @@ def submit_batches(api: BatchesApi, rows: Iterable[Row], state: RunState, save: 
 
 def batch_key(state: RunState, rows: int) -> str:
     """The Idempotency-Key of the batch covering `rows` rows from the first row not yet covered."""
-    return "firmsift-classify-" + hashlib.sha256(f"{state.identity}:{state.covered}:{rows}".encode()).hexdigest()[:40]
+    return "firmsift-classify-" + hashlib.sha256(f"{state.key_base}:{state.covered}:{rows}".encode()).hexdigest()[:40]
 
 
 def wait_for_batches(api: BatchesApi, state: RunState, progress: BatchProgress, *, poll_interval: float,

@@ -49,14 +49,16 @@ class CsvInput:
         width = len(self.header)
         return (read_row(line, cells, width, self.column) for line, cells in reader)
 
-    def identity(self, args: argparse.Namespace) -> str:
-        """The input and the request: a saved state or Idempotency-Key from another is not this run's."""
+    def identities(self, args: argparse.Namespace) -> tuple[str, str]:
+        """(the run's identity, its batches' key base): the file's bytes, how they are read and the
+        classifier make the batches; the API and output format too make the run (RunState)."""
         digest = hashlib.sha256()
         with self.path.open("rb") as handle:
             while block := handle.read(1 << 20):
                 digest.update(block)
-        return hashlib.sha256(repr((digest.hexdigest(), self.format, self.column, args.classifier, args.api,
-                                    args.format)).encode()).hexdigest()
+        batches = hashlib.sha256(repr((digest.hexdigest(), self.format, self.column, args.classifier)).encode())
+        run = hashlib.sha256(repr((batches.hexdigest(), args.api, args.format)).encode())
+        return run.hexdigest(), batches.hexdigest()
 
 
 def run_classify(args: argparse.Namespace) -> int:
@@ -96,9 +98,9 @@ def run_classify(args: argparse.Namespace) -> int:
 
 def _run_batches(args: argparse.Namespace, api: BatchesApi, source: CsvInput, part: Path | None,
                  progress: ProgressLine) -> Tally:
-    identity = source.identity(args)
+    identity, key_base = source.identities(args)
     saved = None if part is None else load_state(state_path(part), identity)
-    state = saved or RunState(identity)
+    state = saved or RunState(identity, key_base)
     save: Callable[[RunState], None] = (lambda s: None) if part is None else (lambda s: save_state(state_path(part), s))
     if saved is not None:
         print(f"resuming: {len(saved.chunks)} batch(es) already submitted, {saved.written} rows already written "

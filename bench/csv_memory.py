@@ -1,7 +1,8 @@
 """Benchmark: `firmsift classify --csv` streams. Peak resident memory of the CLI classifying a
 1,000,000-row CSV against a stand-in API that answers at once (tests/support/fake_api_server.py),
 set against the same run on 20,000 rows (enough to fill the client's window of rows and its memory of
-recent answers): held in memory, a file 50 times longer would cost ~50 times more.
+recent answers): held in memory, a file 50 times longer would cost ~50 times more. The stand-in has
+no /batches, so this measures the jobs path (the client's fallback for an API without batches).
 
     .venv/bin/python -m bench.csv_memory                  # 20,000 then 1,000,000 rows (~15 minutes on 2 busy cores)
     .venv/bin/python -m bench.csv_memory --small          # 1,000 then 5,000 rows: checks it runs, no goal

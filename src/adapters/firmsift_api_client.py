@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,16 +12,6 @@ from firmsift.ports.jobs_api import ClientError
 
 MAX_RETRY_AFTER = 60.0  # the longest Retry-After the client waits out before its next attempt
 MAX_RETRY_DELAY = 30.0  # the retry delay doubles after each failed attempt, up to this
-
-
-@contextlib.contextmanager
-def jobs_api(base_url: str, classifier: str, *, api_key: str | None,
-             retry_delay: float = 1.0) -> Iterator[HttpJobsApi]:
-    """The API at `base_url`, asked with `classifier` and the caller's key (if any), for the
-    length of the block; a failed request is tried again after `retry_delay` seconds, doubling."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    with httpx.Client(base_url=base_url, timeout=30, headers=headers) as http:
-        yield HttpJobsApi(http, classifier, retry_delay=retry_delay)
 
 
 class HttpJobsApi:
@@ -42,7 +30,7 @@ class HttpJobsApi:
                                                                         "domains": domains})
             if response.status_code == 202:
                 return str(response.json()["job_id"]), refused
-            error = _error(response)
+            error = error_body(response)
             details = error.get("details") or []
             if response.status_code == 422 and error.get("code") == "invalid_domains" and details:
                 bad = {d: _reason(d, details) for d in domains if _reason(d, details) is not None}
@@ -90,7 +78,7 @@ def _reason(sent: str, details: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _error(response: httpx.Response) -> dict[str, Any]:
+def error_body(response: httpx.Response) -> dict[str, Any]:
     try:
         body = response.json()
     except ValueError:

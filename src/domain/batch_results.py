@@ -41,7 +41,8 @@ def answer_fields(item: RowResult) -> dict[str, Any]:
         fields["error"] = item.row.rejection
     elif item.state in ("FAILED", "CANCELLED") and fields.get("error") is None:
         fields["error"] = item.job_error
-    return {"classified_domain": item.row.domain, **fields}
+    # The job that answered the row, as `firmsift classify` writes it: (job_id, classified_domain) counts a cost once.
+    return {"classified_domain": item.row.domain, **fields, "job_id": item.row.job_id}
 
 
 def json_line(batch: Batch, item: RowResult) -> str:

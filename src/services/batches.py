@@ -37,9 +37,10 @@ async def find_batch(batch_id: str, owner: str, batches: BatchStore) -> Batch:
     return batch
 
 
-async def result_pages(batch: Batch, batches: BatchStore, page_rows: int = RESULT_PAGE_ROWS) -> AsyncIterator[list[RowResult]]:
-    """The batch's rows with their results, in input order, one page from the store at a time."""
-    after = -1
+async def result_pages(batch: Batch, batches: BatchStore, page_rows: int = RESULT_PAGE_ROWS,
+                       start: int = 0) -> AsyncIterator[list[RowResult]]:
+    """The batch's rows from index `start` with their results, in input order, one page from the store at a time."""
+    after = start - 1
     while page := await batches.result_page(batch.id, after=after, limit=page_rows):
         yield page
         after = page[-1].row.position

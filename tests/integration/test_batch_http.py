@@ -101,6 +101,16 @@ def test_a_csv_upload_keeps_its_rows_and_answers_them_in_input_order(client: Tes
     lines = [json.loads(x) for x in client.get(f"/batches/{batch_id}/results", headers=key).text.splitlines()]
     assert lines[0]["input"] == {"Company": "Acme", "Website": "https://www.acme.com/about", "Notes": "=SUM(A1)"}
     assert lines[0]["reason"] == "-2 cells of snacks" and lines[2]["classified_domain"] == "beta.org"
+    assert lines[0]["job_id"] == acme.job_id and lines[1]["job_id"] is None  # rejected: no job
+    assert table[1][table[0].index("job_id")] == acme.job_id
+    # ?start= resumes a download: from the row of that index (the CSV header is still sent).
+    rest = [json.loads(x) for x in client.get(f"/batches/{batch_id}/results?start=3", headers=key).text.splitlines()]
+    assert [line["index"] for line in rest] == [3, 4]
+    tail = list(csv.reader(io.StringIO(client.get(f"/batches/{batch_id}/results?format=csv&start=4", headers=key).text)))
+    assert tail[0] == table[0] and [row[0] for row in tail[1:]] == ["Mail"]
+    for bad in ("-1", "x", "1.5"):
+        refused = client.get(f"/batches/{batch_id}/results?start={bad}", headers=key)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "bad_start"
 
 
 def test_a_batch_of_rejected_rows_only_has_ended_and_replies_at_once(client: TestClient, container, key) -> None:

@@ -160,6 +160,7 @@ def test_a_complete_run_exits_0_and_one_with_rejected_rows_exits_3(tmp_path, cap
         assert run_classify(_arguments(source, output, api.base_url)) == 3
     err = capsys.readouterr().err
     assert 'line 3: rejected "": blank cell' in err and "line 4: failed failco.com: the provider failed" in err
+    assert f"{api.base_url} has no /batches (an older firmsift): classifying in jobs of 2 instead" in err
     assert "3 rows: 1 answered, 1 failed, 1 rejected; LLM cost 0.001 USD + 1 domain of unknown cost\n" in err
     assert not (tmp_path / "out.csv.part").exists() and len(output.read_text().splitlines()) == 4
 

@@ -1,5 +1,7 @@
-"""`firmsift classify`: stream rows to a running API in jobs of the allowed size and write each row back,
-in input order, as soon as its answer is in; only a bounded window of rows and jobs is held."""
+"""`firmsift classify` in jobs (domains given as arguments, or a CSV for an API without batches): stream
+rows to a running API in jobs of the allowed size and write each row back, in input order, as soon as
+its answer is in; only a bounded window of rows and jobs is held. Also the run's Tally, which the batch
+path keeps too."""
 
 from __future__ import annotations
 

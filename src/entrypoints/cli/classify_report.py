@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from firmsift.entrypoints.cli.classify_client import Tally
@@ -36,6 +37,43 @@ class ProgressLine:
             self.stream.write("\r\033[K")
         self.stream.write(f"{_counts(tally)}; {_spend(tally)}\n")
         self.stream.flush()
+
+
+class BatchProgress:
+    """One progress line for a whole file's batches: domains finished of the total, the rate since the
+    line was first shown, and the time left at that rate. Rewritten in place on a terminal; one line
+    every `every` seconds otherwise, and the last one when everything has finished."""
+
+    def __init__(self, stream: TextIO | None = None, every: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every, self.clock = every, clock
+        self._start: tuple[float, int] | None = None
+        self._last = float("-inf")
+
+    def show(self, finished: int, total: int) -> None:
+        now = self.clock()
+        if self._start is None:
+            self._start = (now, finished)
+        complete = finished >= total
+        if not self.tty and not complete and now - self._last < self.every:
+            return
+        self._last = now
+        began, finished_then = self._start
+        rate = (finished - finished_then) / (now - began) if now > began else 0.0
+        eta = _duration((total - finished) / rate) if rate > 0 else "unknown"
+        share = f" ({100 * finished // total}%)" if total else ""
+        text = f"batches: {finished}/{total} domains{share}, {rate:.1f}/s, " + ("done" if complete else f"ETA {eta}")
+        end = "\n" if complete or not self.tty else ""
+        self.stream.write(("\r\033[K" if self.tty else "") + text + end)
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds + 0.5)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _counts(tally: Tally) -> str:

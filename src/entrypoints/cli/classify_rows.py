@@ -123,9 +123,11 @@ class CsvRowWriter:
     The caller's own cells are written as read; answer cells that a spreadsheet would run as a
     formula are made inert (see `inert_cell`)."""
 
-    def __init__(self, out: TextIO, header: list[str], delimiter: str = ",") -> None:
+    def __init__(self, out: TextIO, header: list[str], delimiter: str = ",", *, resumed: bool = False) -> None:
+        """`resumed`: `out` already holds the header and some rows (a resumed run): write no header."""
         self._writer = csv.writer(out, delimiter=delimiter)
-        self._writer.writerow([*header, *answer_column_names(header)])
+        if not resumed:
+            self._writer.writerow([*header, *answer_column_names(header)])
 
     def write(self, row: Row) -> None:
         fields = answer_fields(row)
@@ -139,9 +141,11 @@ class CsvRowWriter:
 class JsonRowWriter:
     """A JSON array written one object per row as rows are finished: {"line", "input": {column: cell}, answer…}."""
 
-    def __init__(self, out: TextIO, header: list[str]) -> None:
-        self._out, self._header, self._first = out, header, True
-        out.write("[")
+    def __init__(self, out: TextIO, header: list[str], *, resumed: bool = False) -> None:
+        """`resumed`: `out` already holds the array's start and some rows (a resumed run)."""
+        self._out, self._header, self._first = out, header, not resumed
+        if not resumed:
+            out.write("[")
 
     def write(self, row: Row) -> None:
         document = {"line": row.line, "input": dict(zip(self._header, row.cells)), **answer_fields(row)}

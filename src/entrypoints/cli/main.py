@@ -42,12 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     classify = commands.add_parser(
         "classify", help="submit domains to a running API and print or save the results",
-        description="Submit domains (arguments, or a CSV column) to a running firmsift API in jobs of the "
-                    "allowed size and write every input row back, in input order, with every input column "
-                    "and the answer columns appended. From each cell the first host name is taken; blank "
-                    "cells and cells without one are written as REJECTED rows. Rejected rows, failed domains "
-                    "and a final count go to stderr. Exit codes: 0 every row answered, 3 finished but some rows "
-                    "were rejected or failed, 1 the run could not finish, 2 usage error.")
+        description="Classify a CSV column (--csv) or domains given as arguments with a running firmsift API "
+                    "and write every input row back, in input order, with every input column and the answer "
+                    "columns appended. A CSV goes as batches (POST /batches; several when the API says a batch "
+                    "is too large) followed by one progress line on stderr; with -o FILE a stopped run resumes "
+                    "when the same command is run again (state in FILE.part.batch.json: no new batch, the "
+                    "download goes on where it stopped). Domains given as arguments, or a CSV for an API "
+                    "without /batches, go in jobs of --batch-size. From each cell the first host name is taken; "
+                    "blank cells and cells without one are written as REJECTED rows. Rejected rows, failed "
+                    "domains and a final count go to stderr. Exit codes: 0 every row answered, 3 finished but "
+                    "some rows were rejected or failed, 1 the run could not finish, 2 usage error.")
     classify.add_argument("domains", nargs="*", help="domains to classify")
     classify.add_argument("--csv", type=Path, dest="csv_file", help="read the rows of this CSV file")
     classify.add_argument("--column", help="CSV column holding the domains (default: the first column named "
@@ -60,13 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--api-key", help="API key for an API that requires one (default: $FIRMSIFT_API_KEY; "
                                             "prefer the variable, arguments are visible to other users)")
     classify.add_argument("--classifier", default="cpg", help="classifier name (default: cpg)")
-    classify.add_argument("--batch-size", type=int, default=10, help="domains per job (the API's limit; default 10)")
+    classify.add_argument("--batch-size", type=int, default=10, help="domains per job, without batches (the API's limit; default 10)")
     classify.add_argument("--jobs-in-flight", type=int, default=100,
-                          help="jobs submitted and not yet finished at any time (default 100)")
+                          help="jobs submitted and not yet finished at any time, without batches (default 100)")
     classify.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
     classify.add_argument("--output", "-o", type=Path, help="write results to this file instead of stdout")
     classify.add_argument("--timeout", type=float, default=3600,
-                          help="give up when no answer arrived for this many seconds (default 3600)")
+                          help="give up when no answer arrived for this many seconds (default 3600; "
+                               "a CSV's batches go on: run the same command again to resume)")
     classify.add_argument("--estimate", action="store_true",
                           help="print what classifying the domains would cost (the API's dry run of a batch: "
                                "counts by path, LLM tokens, cost, time) and submit nothing")

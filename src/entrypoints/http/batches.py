@@ -117,11 +117,14 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         wanted = request.query_params.get("format") or ("csv" if CSV in request.headers.get("accept", "") else "jsonl")
         if wanted not in FORMATS:
             raise BodyRejected(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {wanted!r}")
+        start = request.query_params.get("start", "0")
+        if not (start.isascii() and start.isdigit()):
+            raise BodyRejected(400, "bad_start", f"start must be a row index (0 or more), not {start!r}")
 
         async def lines() -> AsyncIterator[str]:
             if wanted == "csv":
                 yield csv_header(batch, answer_names())
-            async for page in result_pages(batch, batches):
+            async for page in result_pages(batch, batches, start=int(start)):
                 write = csv_line if wanted == "csv" else json_line
                 yield "".join(write(batch, item) for item in page)
 

@@ -126,15 +126,17 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
         "operationId": "getBatchResults",
         "parameters": [batch_id, {"name": "format", "in": "query", "required": False,
                                   "schema": {"enum": ["jsonl", "csv"]},
-                                  "description": "default jsonl, or csv when Accept names text/csv"}],
+                                  "description": "default jsonl, or csv when Accept names text/csv"},
+                       {"name": "start", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
+                        "description": "the index of the first row to send (default 0): resumes a download"}],
         "responses": {
             "200": {"description": f"streamed; each line: the row's index (and CSV line), its input, "
-                                   f"`classified_domain` and the job result's fields, status one of "
+                                   f"`classified_domain`, the job result's fields and `job_id`, status one of "
                                    f"{', '.join(RESULT_STATES)}. CSV: the input columns, then the answer "
                                    "columns (prefixed firmsift_ if a name clashes), answer cells made inert "
                                    "for spreadsheets",
                     "content": {JSON_LINES: {"schema": {"type": "string"}}, CSV: {"schema": {"type": "string"}}}},
-            "400": error("format is neither jsonl nor csv (bad_format)"), **common},
+            "400": error("format is neither jsonl nor csv (bad_format), or start is not a row index (bad_start)"), **common},
     }
     cancel = {"summary": "Cancel what has not started; work started or finished is kept", **security,
               "operationId": "cancelBatch", "parameters": [batch_id],

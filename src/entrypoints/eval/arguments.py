@@ -17,7 +17,10 @@ parsed the same way; no cached answers and no known-company shortcut unless aske
 
 Evidence: live searches by default; --record saves what each search provider found,
 --replay reuses it, so every candidate sees the same evidence and reruns make no search
-calls. LLM answers are cached by (model, API base, prompt hash, evidence hash): an
+calls. Each domain is pre-checked once (DNS, then the homepage) as the worker does, unless
+--no-precheck or FIRMSIFT_PRECHECK=false: a domain with no DNS, unreachable or parked is not
+sent to the LLM and is reported apart, outside the accuracy; --record saves the statuses with
+the evidence and --replay reuses them. LLM answers are cached by (model, API base, prompt hash, evidence hash): an
 interrupted run resumes without paying twice. Reports (report.html, report.md,
 report.json) go to --output; the summary table is printed on stdout.
 
@@ -50,6 +53,9 @@ def add_eval_parser(commands: Any) -> None:
                          help="domains answered at once over all candidates (default: FIRMSIFT_LLM_CONCURRENCY)")
     command.add_argument("--known-companies", action="store_true",
                          help="answer domains in the known-companies table as the worker does (reads the database)")
+    command.add_argument("--no-precheck", action="store_true",
+                         help="send every domain to the LLM without the pre-check (DNS, homepage) the worker runs "
+                              "(off as well when FIRMSIFT_PRECHECK=false); with --replay, recorded statuses are ignored")
     command.add_argument("--limit", type=_positive, metavar="N", help="only the first N labelled domains")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.site_status import SiteStatus, SiteVerdict
+from firmsift.services.precheck import ENDING_STATUSES
 
 if TYPE_CHECKING:
     from firmsift.ports.evaluation import EvidenceSnapshots
@@ -53,3 +54,8 @@ class ReplayedSiteStatuses:
 
     async def status_for(self, domain: str) -> SiteVerdict | None:
         return self._recorded.get(domain)
+
+    def ends(self, domain: str) -> bool:
+        """Whether the recorded verdict ends the domain: then no evidence was recorded, nor is needed."""
+        verdict = self._recorded.get(domain)
+        return verdict is not None and verdict.status in ENDING_STATUSES

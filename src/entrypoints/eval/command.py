@@ -64,8 +64,11 @@ def run_eval(args: argparse.Namespace) -> int:
         declarations = (read_candidates(args.candidates) if args.candidates
                         else [CandidateDeclaration(name=settings.llm_model)])
         cache = None if args.no_cache else base.eval_cache(args.cache)
-        candidates = _candidates(declarations, base, args, mode, labels, tallies)
         site_statuses = _site_statuses(base, args, mode)
+        # A domain the recorded pre-check ended was never searched: its replay needs no evidence.
+        needed = [i.domain for i in labels
+                  if not (isinstance(site_statuses, ReplayedSiteStatuses) and site_statuses.ends(i.domain))]
+        candidates = _candidates(declarations, base, args, mode, needed, tallies)
     except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots,
             SignatureFileError) as error:
         raise ConfigurationError(str(error)) from None
@@ -125,10 +128,10 @@ def _writable_folder(folder: Path, option: str) -> None:
 
 
 def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
-                mode: str, labels: Sequence[LabelledDomain], tallies: dict[str, RetryTally]) -> list[Candidate]:
+                mode: str, needed: Sequence[str], tallies: dict[str, RetryTally]) -> list[Candidate]:
     """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries,
     counted by cause in `tallies` under the candidate's name), and its evidence source: one per
-    search provider, shared by the candidates that use it."""
+    search provider, shared by the candidates that use it (on replay, holding every `needed` domain)."""
     snapshots = base.eval_snapshots(args.snapshots)
     catalog = base.catalog()
     sources: dict[str, EvidenceSource] = {}
@@ -138,7 +141,7 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
         settings = container.settings()
         provider = settings.search_provider
         if provider not in sources:
-            sources[provider] = (ReplayedEvidence(snapshots, provider, [i.domain for i in labels]) if mode == "replay"
+            sources[provider] = (ReplayedEvidence(snapshots, provider, needed) if mode == "replay"
                                  else LiveEvidence(container.worker_search(), provider,
                                                    record_to=snapshots if mode == "record" else None))
         classifier = _classifier(declaration, catalog, args.classifier)

@@ -46,6 +46,7 @@ class OutcomeKind(str, enum.Enum):
     ANSWERED = "answered"
     UNPARSEABLE = "unparseable"  # the model answered, but not in a form we can read
     FAILED = "failed"  # no answer: transport error, timeout, refusal, cut-off
+    ENDED = "ended"  # the pre-check ended the domain (no_dns, unreachable, parked): no LLM call, not scored
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class Outcome:
     confidence: int | None = None
     reason: str = ""
     error: str | None = None
-    source: str = "llm"  # "llm" or "known_company"
+    source: str = "llm"  # "llm", "known_company" or "precheck"
+    site_status: str | None = None  # the pre-check's status for the domain; None: not pre-checked
     search_seconds: float = 0.0
     search_error: str | None = None  # the search failed: the model was asked without evidence
     llm_seconds: float | None = None  # None when no LLM call was made (known company)
@@ -108,7 +110,10 @@ class ConfidenceLevel:
 class Score:
     """One candidate's figures over a labels file.
 
-    accuracy counts every labelled domain, so an unanswered domain is a wrong one. The confusion
+    Domains the pre-check ended (no_dns, unreachable, parked) are no answer of the model: they
+    are left out of every figure below and listed apart (`ended_domains`); those labelled yes are
+    `precheck_misses`, a CPG company the pre-check wrote off. `total` and `labelled_yes` count the
+    domains scored. accuracy counts every scored domain, so an unanswered domain is a wrong one. The confusion
     matrix and precision count answered domains (unanswered ones are listed apart); recall counts
     every domain labelled yes, so a CPG company left unanswered is a company not found; F1 is
     the harmonic mean of those two. Percentiles are nearest-rank: the value at rank
@@ -127,6 +132,8 @@ class Score:
     unparseable_domains: tuple[str, ...]
     failed_domains: tuple[str, ...]
     search_failed_domains: tuple[str, ...]  # asked without evidence because the search failed
+    ended_domains: tuple[str, ...]  # ended by the pre-check: not scored
+    precheck_misses: tuple[str, ...]  # of those, the ones labelled yes
     by_confidence: tuple[ConfidenceLevel, ...]
     domain_seconds_p50: float | None
     domain_seconds_p95: float | None
@@ -167,6 +174,8 @@ class Score:
 
 def score(outcomes: Sequence[Outcome]) -> Score:
     """The figures for one candidate's outcomes (one per labelled domain)."""
+    ended = [o for o in outcomes if o.kind is OutcomeKind.ENDED]
+    outcomes = [o for o in outcomes if o.kind is not OutcomeKind.ENDED]
     answered = [o for o in outcomes if o.kind is OutcomeKind.ANSWERED]
 
     def domains(pick: bool, label: bool) -> tuple[str, ...]:
@@ -195,6 +204,8 @@ def score(outcomes: Sequence[Outcome]) -> Score:
         unparseable_domains=tuple(sorted(o.domain for o in outcomes if o.kind is OutcomeKind.UNPARSEABLE)),
         failed_domains=tuple(sorted(o.domain for o in outcomes if o.kind is OutcomeKind.FAILED)),
         search_failed_domains=tuple(sorted(o.domain for o in outcomes if o.search_error is not None)),
+        ended_domains=tuple(sorted(o.domain for o in ended)),
+        precheck_misses=tuple(sorted(o.domain for o in ended if o.label)),
         by_confidence=levels,
         domain_seconds_p50=percentile([o.domain_seconds for o in outcomes], 50),
         domain_seconds_p95=percentile([o.domain_seconds for o in outcomes], 95),

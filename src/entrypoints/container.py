@@ -265,7 +265,10 @@ class Container(containers.DeclarativeContainer):
     )
 
     # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with
-    # a file) and model prices (call with per-model price overrides and the locally served models).
+    # a file), model prices (call with per-model price overrides and the locally served models).
     eval_snapshots = providers.Factory(SnapshotFiles)
     eval_cache = providers.Factory(CompletionCacheFile)
     eval_pricing = providers.Factory(make_pricing)
+    # The pre-check the eval runs once per labelled domain: the worker's resolver, homepage reader
+    # and signatures (its cache time and redirect reuse concern stored answers, which an eval has none of).
+    eval_precheck = providers.Singleton(Precheck, resolver, homepage, signatures)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence
+from firmsift.domain.site_status import SiteVerdict
 
 
 class EvidenceSnapshots(Protocol):
@@ -15,6 +16,13 @@ class EvidenceSnapshots(Protocol):
 
     def save(self, provider: str, domain: str, gathered: GatheredEvidence) -> None:
         """Record one domain's evidence; durable once this returns."""
+
+    def load_site_statuses(self) -> dict[str, SiteVerdict]:
+        """Every domain's recorded pre-check verdict (the latest of each); a domain absent was
+        not pre-checked (snapshots recorded before the pre-check existed have none)."""
+
+    def save_site_status(self, domain: str, verdict: SiteVerdict) -> None:
+        """Record one domain's pre-check verdict; durable once this returns."""
 
 
 class CompletionCache(Protocol):

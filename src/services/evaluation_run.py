@@ -20,12 +20,14 @@ from firmsift.domain.model import Classifier, Completion, Evidence, KnownCompany
 from firmsift.domain.outside_text import storable_completion, storable_error, storable_evidence
 from firmsift.domain.prompt import answer_schema, build_prompt
 from firmsift.services.asking import ask_llm
+from firmsift.services.precheck import ENDING_STATUSES
 
 _KEY_MARKER = "marker"
 
 if TYPE_CHECKING:
     from firmsift.ports.evaluation import CompletionCache, EvidenceSnapshots
     from firmsift.ports.providers import LLM, Pricing, Search
+    from firmsift.services.evaluation_precheck import SiteStatuses
 
 
 class EvidenceSource(Protocol):
@@ -116,6 +118,7 @@ class Evaluation:
     pricing: Pricing
     cache: CompletionCache | None = None
     known: Mapping[str, KnownCompany] = field(default_factory=dict)  # empty: no known-company shortcut
+    site_statuses: SiteStatuses | None = None  # the pre-check, once per domain for the run (None: off)
     concurrency: int = 8  # domains (search + LLM) in progress at once, over all candidates
     on_progress: Callable[[int, int], None] = lambda done, total: None
     clock: Callable[[], float] = time.monotonic
@@ -148,6 +151,12 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
     if company is not None:
         return Outcome(item.domain, item.label, OutcomeKind.ANSWERED, answer=True, confidence=5,
                        reason=known_company_reason(company), source="known_company")
+    # As the worker: after the known-company shortcut, before the search and the LLM.
+    verdict = await run.site_statuses.status_for(item.domain) if run.site_statuses is not None else None
+    site_status = verdict.status.value if verdict is not None else None
+    if verdict is not None and verdict.status in ENDING_STATUSES:
+        return Outcome(item.domain, item.label, OutcomeKind.ENDED, reason=verdict.reason, source="precheck",
+                       site_status=site_status)
     gathered = await candidate.evidence.evidence_for(item.domain)
     key = completion_key(candidate.spec, classifier, item.domain, gathered.evidence)
     llm = _TimedCachingLLM(candidate.llm, run.cache, key, run.clock)
@@ -156,7 +165,7 @@ async def _outcome(run: Evaluation, candidate: Candidate, item: LabelledDomain) 
                                        slots=asyncio.Semaphore(1), marker=run.new_marker(), now=utc_now)
     llm.keep()
     common: dict[str, Any] = {"search_seconds": gathered.seconds, "search_error": gathered.error,
-                              "llm_seconds": llm.seconds, "error": answer.error}
+                              "llm_seconds": llm.seconds, "error": answer.error, "site_status": site_status}
     if completion is None:
         return Outcome(item.domain, item.label, OutcomeKind.FAILED, **common)
     # Priced by ask_llm, as a worker's answers are (a cached completion: what it cost when paid).

@@ -51,6 +51,9 @@ def env(llm: FakeLLMServer, search: FakeSearchServer, tmp_path: Path) -> dict[st
         "FIRMSIFT_LLM_RETRY_ATTEMPTS": "1",
         "FIRMSIFT_SEARCH_RETRY_ATTEMPTS": "1",
         "FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+        # The sandbox's DNS answers NXDOMAIN for every name: these runs score the search + LLM path
+        # (tests/e2e/test_eval_precheck_cli.py runs the pre-check with a DNS server of its own).
+        "FIRMSIFT_PRECHECK": "false",
     }
 
 

@@ -76,7 +76,7 @@ def _document() -> dict[str, Any]:
     specs = [CandidateSpec("alpha", "openai/model-a", "https://user:pw@llm.example/v1?key=s", "cpg", "v3", "searxng"),
              CandidateSpec(HOSTILE_NAME, "local/<model>", None, "cpg", "v2", "homepage")]
     return report_document(
-        labels_file="labels <test>.csv", labels=LABELS, evidence="replayed",
+        labels_file="labels <test>.csv", labels=LABELS, evidence="replayed", precheck=False,
         started_at=datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc),
         finished_at=datetime(2026, 5, 1, 12, 1, 30, tzinfo=timezone.utc),
         specs=specs, outcomes={"alpha": alpha, HOSTILE_NAME: beta},
@@ -285,7 +285,7 @@ async def test_html_never_links_or_unescapes_hostile_evidence_urls() -> None:
                                 ReplayedEvidence(snapshots, "homepage", ["evil.example"]))], FixedPricing(0, 0))
     outcomes = await evaluate(run)
     page = render_html(report_document(
-        labels_file="labels.csv", labels=[LabelledDomain("evil.example", True)], evidence="replayed",
+        labels_file="labels.csv", labels=[LabelledDomain("evil.example", True)], evidence="replayed", precheck=False,
         started_at=datetime(2026, 5, 1, tzinfo=timezone.utc), finished_at=datetime(2026, 5, 1, tzinfo=timezone.utc),
         specs=[spec], outcomes=outcomes))
 

@@ -1,5 +1,6 @@
 """Evidence snapshots on disk: one JSON Lines file per search provider (or chain of them, named
-like `homepage,searxng`), the latest line per domain wins."""
+like `homepage,searxng`), and `_precheck.jsonl` for the pre-check's site statuses (the leading
+underscore is in no provider's name); the latest line per domain wins."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 from firmsift.adapters.files.jsonl import JsonlFileError, append_record, read_records
 from firmsift.domain.evaluation import GatheredEvidence
 from firmsift.domain.model import Evidence
+from firmsift.domain.site_status import SiteStatus, SiteVerdict
 
 _PROVIDER = re.compile(r"^[a-z][a-z0-9_,-]{0,59}$")  # a provider's name, or a chain's: names and commas
+SITE_STATUS_FILE = "_precheck.jsonl"
 
 
 class SnapshotFiles:
@@ -44,6 +47,30 @@ class SnapshotFiles:
             "seconds": round(gathered.seconds, 6),
             "error": gathered.error,
             "evidence": [{"url": e.url, "title": e.title, "snippet": e.snippet} for e in gathered.evidence],
+        })
+
+    def load_site_statuses(self) -> dict[str, SiteVerdict]:
+        """No file (snapshots recorded before the pre-check, or with it off): no domain pre-checked."""
+        path = self.folder / SITE_STATUS_FILE
+        recorded: dict[str, SiteVerdict] = {}
+        for record in read_records(path):
+            try:
+                target = record.get("redirected_to")
+                if target is not None and not isinstance(target, str):
+                    raise TypeError("redirected_to must be text")
+                recorded[_text(record, "domain")] = SiteVerdict(SiteStatus(_text(record, "site_status")),
+                                                                _text(record, "reason"), target)
+            except (TypeError, ValueError) as error:
+                raise JsonlFileError(f"{path}: a record is malformed: {error}") from None
+        return recorded
+
+    def save_site_status(self, domain: str, verdict: SiteVerdict) -> None:
+        append_record(self.folder / SITE_STATUS_FILE, {
+            "domain": domain,
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "site_status": verdict.status.value,
+            "reason": verdict.reason,
+            "redirected_to": verdict.redirected_to,
         })
 
     def _path(self, provider: str) -> Path:

@@ -12,14 +12,18 @@ DEFAULT_CACHE = Path("firmsift-data/eval/llm-cache.jsonl")
 DESCRIPTION = """\
 Score one or more candidates (model x prompt version x search provider) on a CSV of
 hand-labelled domains (columns domain,label with yes/no labels, optional notes). Each
-candidate answers every domain by the worker's own path: search, then one LLM call,
-parsed the same way; no cached answers and no known-company shortcut unless asked.
+candidate answers every domain by the worker's own path: the pre-check, search, then
+one LLM call, parsed the same way; no cached answers and no known-company shortcut unless asked.
 
 Evidence: live searches by default; --record saves what each search provider found,
 --replay reuses it, so every candidate sees the same evidence and reruns make no search
-calls. LLM answers are cached by (model, API base, prompt hash, evidence hash): an
-interrupted run resumes without paying twice. Reports (report.html, report.md,
-report.json) go to --output; the summary table is printed on stdout.
+calls. Each domain is pre-checked once (DNS, then the homepage) as the worker does, unless
+--no-precheck or FIRMSIFT_PRECHECK=false: a domain with no DNS, unreachable or parked is
+not sent to the LLM and is reported apart, outside the accuracy; --record saves the
+statuses with the evidence and --replay reuses them. LLM answers are cached by (model,
+API base, prompt hash, evidence hash): an interrupted run resumes without paying twice.
+Reports (report.html, report.md, report.json) go to --output; the summary table is
+printed on stdout.
 
 Exit codes: 0 reports written, 2 bad labels/candidates file or settings,
 130 interrupted (answers so far stay cached)."""
@@ -50,6 +54,9 @@ def add_eval_parser(commands: Any) -> None:
                          help="domains answered at once over all candidates (default: FIRMSIFT_LLM_CONCURRENCY)")
     command.add_argument("--known-companies", action="store_true",
                          help="answer domains in the known-companies table as the worker does (reads the database)")
+    command.add_argument("--no-precheck", action="store_true",
+                         help="send every domain to the LLM without the pre-check (DNS, homepage) the worker runs "
+                              "(off as well when FIRMSIFT_PRECHECK=false); with --replay, recorded statuses are ignored")
     command.add_argument("--limit", type=_positive, metavar="N", help="only the first N labelled domains")
 
 

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from firmsift.adapters.files.classifiers import ClassifierFileError, parse_classifier
 from firmsift.adapters.files.jsonl import JsonlFileError
+from firmsift.adapters.files.site_signatures import SignatureFileError
 from firmsift.adapters.llm.endpoint import is_local_api_base
 from firmsift.adapters.decorators.retrying import RetryTally
 from firmsift.domain.errors import FirmsiftError
@@ -32,6 +33,7 @@ from firmsift.entrypoints.eval.report import summary_table, write_reports
 from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
+from firmsift.services.evaluation_precheck import LiveSiteStatuses, ReplayedSiteStatuses, SiteStatuses
 from firmsift.services.evaluation_run import (
     Candidate,
     CandidateSpec,
@@ -62,8 +64,13 @@ def run_eval(args: argparse.Namespace) -> int:
         declarations = (read_candidates(args.candidates) if args.candidates
                         else [CandidateDeclaration(name=settings.llm_model)])
         cache = None if args.no_cache else base.eval_cache(args.cache)
-        candidates = _candidates(declarations, base, args, mode, labels, tallies)
-    except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots) as error:
+        site_statuses = _site_statuses(base, args, mode)
+        # A domain the recorded pre-check ended was never searched: its replay needs no evidence.
+        needed = [i.domain for i in labels
+                  if not (isinstance(site_statuses, ReplayedSiteStatuses) and site_statuses.ends(i.domain))]
+        candidates = _candidates(declarations, base, args, mode, needed, tallies)
+    except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots,
+            SignatureFileError) as error:
         raise ConfigurationError(str(error)) from None
     except OSError as error:
         raise ConfigurationError(f"{error.filename or 'a file'}: {error.strerror or error}") from None
@@ -73,7 +80,7 @@ def run_eval(args: argparse.Namespace) -> int:
     # A local server costs nothing per token: no price from litellm's map unless the candidate gave one.
     local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base)}
     run = Evaluation(labels, candidates, base.eval_pricing(prices, local), cache=cache,
-                     known=_known(args, labels, base),
+                     known=_known(args, labels, base), site_statuses=site_statuses,
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
     try:
@@ -90,6 +97,7 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"\nfirmsift eval: interrupted{kept}: run the same command again to resume", file=sys.stderr)
         return 130
     document = report_document(labels_file=str(args.labels), labels=labels, evidence=EVIDENCE_MODES[mode],
+                               precheck=site_statuses is not None,
                                started_at=started, finished_at=datetime.now(UTC),
                                specs=[c.spec for c in candidates], outcomes=outcomes)
     for candidate in document["candidates"]:
@@ -120,10 +128,10 @@ def _writable_folder(folder: Path, option: str) -> None:
 
 
 def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
-                mode: str, labels: Sequence[LabelledDomain], tallies: dict[str, RetryTally]) -> list[Candidate]:
+                mode: str, needed: Sequence[str], tallies: dict[str, RetryTally]) -> list[Candidate]:
     """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries,
     counted by cause in `tallies` under the candidate's name), and its evidence source: one per
-    search provider, shared by the candidates that use it."""
+    search provider, shared by the candidates that use it (on replay, holding every `needed` domain)."""
     snapshots = base.eval_snapshots(args.snapshots)
     catalog = base.catalog()
     sources: dict[str, EvidenceSource] = {}
@@ -133,7 +141,7 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
         settings = container.settings()
         provider = settings.search_provider
         if provider not in sources:
-            sources[provider] = (ReplayedEvidence(snapshots, provider, [i.domain for i in labels]) if mode == "replay"
+            sources[provider] = (ReplayedEvidence(snapshots, provider, needed) if mode == "replay"
                                  else LiveEvidence(container.worker_search(), provider,
                                                    record_to=snapshots if mode == "record" else None))
         classifier = _classifier(declaration, catalog, args.classifier)
@@ -141,6 +149,17 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
                              classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
         candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
     return candidates
+
+
+def _site_statuses(base: Container, args: argparse.Namespace, mode: str) -> SiteStatuses | None:
+    """The pre-check, as the worker runs it: on when FIRMSIFT_PRECHECK is (the default) unless
+    --no-precheck; live (and recorded with --record), or the recorded statuses with --replay."""
+    if args.no_precheck or not base.settings().precheck:
+        return None
+    snapshots = base.eval_snapshots(args.snapshots)
+    if mode == "replay":
+        return ReplayedSiteStatuses(snapshots)
+    return LiveSiteStatuses(base.eval_precheck(), record_to=snapshots if mode == "record" else None)
 
 
 def _candidate_container(base: Container, declaration: CandidateDeclaration, tally: RetryTally) -> Container:

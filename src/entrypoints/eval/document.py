@@ -8,11 +8,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from firmsift.adapters.llm.endpoint import is_local_api_base
-from firmsift.domain.evaluation import LabelledDomain, Outcome, Score, disagreements, score
+from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind, Score, disagreements, score
 from firmsift.services.evaluation_run import CandidateSpec
 
 SCHEMA = "firmsift-eval/1"
 RAW_OUTPUT_LIMIT = 2000  # characters of an unparseable answer kept in the report
+NOT_PRECHECKED = "not pre-checked"  # a domain without a site status: pre-check off, known company, old snapshot
 
 
 def report_document(
@@ -20,12 +21,14 @@ def report_document(
     labels_file: str,
     labels: Sequence[LabelledDomain],
     evidence: str,
+    precheck: bool,
     started_at: datetime,
     finished_at: datetime,
     specs: Sequence[CandidateSpec],
     outcomes: Mapping[str, Sequence[Outcome]],
 ) -> dict[str, Any]:
-    """The whole report. `evidence` is how search evidence was obtained: live, recorded or replayed."""
+    """The whole report. `evidence` is how search evidence was obtained: live, recorded or replayed;
+    `precheck` whether the run pre-checked the domains."""
     by_domain = {name: {o.domain: o for o in found} for name, found in outcomes.items()}
     return {
         "schema": SCHEMA,
@@ -36,6 +39,7 @@ def report_document(
         "seconds": round((finished_at - started_at).total_seconds(), 3),
         "labelled": {"total": len(labels), "yes": sum(i.label for i in labels),
                      "no": sum(not i.label for i in labels)},
+        "precheck": _precheck(precheck, labels, outcomes),
         "candidates": [_candidate(spec, outcomes[spec.name]) for spec in specs],
         "disagreements": [
             {"domain": row.domain, "label": _yes_no(row.label), "notes": row.notes,
@@ -44,6 +48,27 @@ def report_document(
             for row in disagreements(labels, by_domain)
         ],
     }
+
+
+def _precheck(enabled: bool, labels: Sequence[LabelledDomain],
+              outcomes: Mapping[str, Sequence[Outcome]]) -> dict[str, Any]:
+    """The run's pre-check, per labelled domain (one look for every candidate): how many domains
+    got each status, the domains it ended (not sent to the LLM, not scored) and, of those, the
+    ones labelled yes: the pre-check's misses."""
+    seen: dict[str, Outcome] = {}
+    for found in outcomes.values():
+        for outcome in found:
+            if outcome.site_status is not None:
+                seen.setdefault(outcome.domain, outcome)
+    by_status: dict[str, int] = {}
+    for item in labels:
+        status = seen[item.domain].site_status if item.domain in seen else NOT_PRECHECKED
+        by_status[str(status)] = by_status.get(str(status), 0) + 1
+    ended = [{"domain": item.domain, "label": _yes_no(item.label), "site_status": seen[item.domain].site_status,
+              "reason": seen[item.domain].reason}
+             for item in labels if item.domain in seen and seen[item.domain].kind is OutcomeKind.ENDED]
+    return {"enabled": enabled, "by_status": dict(sorted(by_status.items())), "ended": ended,
+            "misses": [row["domain"] for row in ended if row["label"] == "yes"]}
 
 
 def _candidate(spec: CandidateSpec, outcomes: Sequence[Outcome]) -> dict[str, Any]:
@@ -79,6 +104,8 @@ def _metrics(figures: Score) -> dict[str, Any]:
         "unparseable": list(figures.unparseable_domains),
         "failed": list(figures.failed_domains),
         "search_failed": list(figures.search_failed_domains),
+        "precheck_ended": list(figures.ended_domains),
+        "precheck_misses": list(figures.precheck_misses),
         "by_confidence": [{"confidence": level.confidence, "answered": level.answered, "correct": level.correct,
                            "accuracy": level.accuracy} for level in figures.by_confidence],
         "latency": {"domain_p50": figures.domain_seconds_p50, "domain_p95": figures.domain_seconds_p95,
@@ -105,6 +132,7 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
         "reason": outcome.reason,
         "error": outcome.error,
         "source": outcome.source,
+        "site_status": outcome.site_status,
         "search_seconds": round(outcome.search_seconds, 6),
         "search_error": outcome.search_error,
         "llm_seconds": None if outcome.llm_seconds is None else round(outcome.llm_seconds, 6),

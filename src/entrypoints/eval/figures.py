@@ -9,10 +9,12 @@ NOT_AVAILABLE = "n/a"
 
 # One row per candidate in every view's metrics table, in this order.
 METRIC_HEADERS = ("candidate", "accuracy", "FN", "FP", "precision", "recall", "F1", "unparseable", "failed",
-                  "quotes verified", "domain p50/p95", "LLM p50/p95", "LLM calls (cached)", "tokens in/out", "cost")
+                  "pre-check ended", "quotes verified", "domain p50/p95", "LLM p50/p95", "LLM calls (cached)", "tokens in/out", "cost")
 
 METRICS_NOTE = (
-    "Accuracy counts every labelled domain (an unanswered one is wrong). The confusion matrix and precision "
+    "Domains the pre-check ended (no DNS, unreachable, parked) were not sent to the LLM: they are left out of "
+    "every figure of the model and listed apart (pre-check ended); one labelled yes is a pre-check miss. "
+    "Accuracy counts every other labelled domain (an unanswered one is wrong). The confusion matrix and precision "
     "count answered domains; recall counts every domain labelled yes (an unanswered CPG company was not "
     "found); F1 = 2TP / (2TP + FP + missed yes). Latencies are nearest-rank percentiles (LLM: per answer, "
     "retries included); LLM calls counts completions obtained, (cached) those served from the response cache. "
@@ -53,6 +55,30 @@ def quote_cell(outcome: Mapping[str, Any]) -> str:
     return outcome.get("quote_status") or "—"
 
 
+def ended(metrics: Mapping[str, Any]) -> str:
+    """`3 (1 labelled yes)`: the domains the pre-check ended, and its misses among them."""
+    count, misses = len(metrics.get("precheck_ended", [])), len(metrics.get("precheck_misses", []))
+    return f"{count} ({misses} labelled yes)" if misses else str(count)
+
+
+def site_cell(outcome: Mapping[str, Any]) -> str:
+    """The domain's pre-check status; a dash where it was not pre-checked."""
+    return outcome.get("site_status") or "—"
+
+
+def precheck_lines(document: Mapping[str, Any]) -> list[str]:
+    """The run's pre-check in plain sentences (each view escapes them): off, or the domains by
+    status and the misses (labelled yes, yet ended)."""
+    precheck = document.get("precheck") or {}
+    if not precheck.get("enabled"):
+        return ["Pre-check: off (every domain was sent to the LLM)."]
+    counts = ", ".join(f"{status} {count}" for status, count in precheck["by_status"].items())
+    misses = precheck["misses"]
+    return [f"Pre-check, domains by site status: {counts or 'none'}.",
+            f"Ended by the pre-check: {len(precheck['ended'])} (not sent to the LLM, not scored).",
+            f"Pre-check misses (ended, yet labelled yes): {len(misses)}" + (f": {', '.join(misses)}" if misses else "")]
+
+
 def percentiles(p50: float | None, p95: float | None) -> str:
     if p50 is None and p95 is None:
         return NOT_AVAILABLE
@@ -91,7 +117,7 @@ def metric_row(candidate: Mapping[str, Any]) -> list[str]:
     return [
         candidate["name"], accuracy(m), str(len(m["false_negatives"])), str(len(m["false_positives"])),
         percent(m["precision"]), percent(m["recall"]), f1(m["f1"]),
-        str(len(m["unparseable"])), str(len(m["failed"])), quotes_verified(m),
+        str(len(m["unparseable"])), str(len(m["failed"])), ended(m), quotes_verified(m),
         percentiles(latency["domain_p50"], latency["domain_p95"]),
         percentiles(latency["llm_p50"], latency["llm_p95"]),
         f"{m['llm_calls']} ({m['cached_completions']})",

@@ -54,6 +54,7 @@ def summary_table(document: Mapping[str, Any]) -> str:
     (first: a missed CPG company is the costly mistake) and false positives, then the disagreements."""
     candidates = document["candidates"]
     lines = _aligned([list(fig.METRIC_HEADERS)] + [[_plain(c) for c in fig.metric_row(c)] for c in candidates])
+    lines += ["", *(_plain(line) for line in fig.precheck_lines(document))]
     for candidate in candidates:
         m = candidate["metrics"]
         lines.append("")
@@ -65,6 +66,8 @@ def summary_table(document: Mapping[str, Any]) -> str:
                 lines.append(_domain_line(kind, m[kind]))
         if m.get("search_failed"):
             lines.append(_domain_line("asked without evidence (search failed)", m["search_failed"]))
+        if m.get("precheck_ended"):
+            lines.append(_domain_line("ended by the pre-check (not scored)", m["precheck_ended"]))
     count = len(document["disagreements"])
     lines.append("")
     lines.append(f"disagreements: {count} domain(s) on which the candidates differ"

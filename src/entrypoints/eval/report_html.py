@@ -67,6 +67,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     body = [
         _run_header(document),
         _section("metrics", "Metrics", _metrics_table(document), _note(fig.METRICS_NOTE)),
+        _section("precheck", "Pre-check", _precheck(document)),
         '<div class="cards">' + "".join(_candidate(i, c) for i, c in enumerate(candidates)) + "</div>",
         _section("confidence", "Accuracy by stated confidence", _chart(candidates)),
         _section("latency", "Latency and cost", _latency_table(candidates)),
@@ -105,7 +106,7 @@ def _run_header(document: Mapping[str, Any]) -> str:
         ("Started", e(document["started_at"])),
         ("Duration", e(fig.duration(document["seconds"]))),
     ]
-    links = [("metrics", "Metrics"), ("confidence", "Confidence"), ("latency", "Latency and cost"),
+    links = [("metrics", "Metrics"), ("precheck", "Pre-check"), ("confidence", "Confidence"), ("latency", "Latency and cost"),
              ("disagreements", "Disagreements"), ("outcomes", "Outcomes")]
     return ('<header class="run"><h1>firmsift evaluation</h1><dl>'
             + "".join(f"<dt>{title}</dt><dd>{value}</dd>" for title, value in facts) + "</dl><nav>"
@@ -155,6 +156,8 @@ def _candidate(index: int, candidate: Mapping[str, Any]) -> str:
     ]
     if m.get("search_failed"):
         boxes.append(_domain_box("", "Asked without evidence (search failed)", m["search_failed"], by_domain))
+    if m.get("precheck_ended"):
+        boxes.append(_domain_box("", "Ended by the pre-check (not scored)", m["precheck_ended"], by_domain))
     return (f'<section id="candidate-{index}"><h3><span class="swatch {series_class(index)}"></span>'
             f'{e(candidate["name"])}</h3><p class="about">{about}</p>{matrix}' + "".join(boxes) + "</section>")
 
@@ -173,6 +176,20 @@ def _domain_box(css: str, title: str, domains: Sequence[str], by_domain: Mapping
                      + (f' <span class="why">— {e(note)}</span>' if note else "") + shown + "</li>")
     listed = f"<ul>{''.join(items)}</ul>" if items else '<p class="note">none</p>'
     return f'<div class="box {e(css)}"><h4>{e(title)} ({len(domains)})</h4>{listed}</div>'
+
+
+def _precheck(document: Mapping[str, Any]) -> str:
+    """The run's pre-check: domains by status, then the domains it ended; a yes label among them
+    (a pre-check miss, a CPG company written off) is marked like a wrong answer."""
+    lines = "".join(f"<li>{e(line)}</li>" for line in fig.precheck_lines(document))
+    ended = (document.get("precheck") or {}).get("ended") or []
+    if not ended:
+        return f"<ul>{lines}</ul>"
+    rows = [f'<tr{_WRONG_ROW[r["label"] != "yes"]}><td><code>{e(r["domain"])}</code></td>'
+            f'<td>{e(r["label"])}{" ✗" if r["label"] == "yes" else ""}</td><td>{e(r["site_status"])}</td>'
+            f'<td class="text">{e(r["reason"])}</td></tr>' for r in ended]
+    return (f"<ul>{lines}</ul>" + _note("Ended by the pre-check: not sent to the LLM. ✗ marks a pre-check miss.")
+            + _table(["domain", "label", "site status", "reason"], rows))
 
 
 def _chart(candidates: Sequence[Mapping[str, Any]]) -> str:
@@ -229,19 +246,22 @@ _WRONG_ROW = {True: "", False: ' class="wrong"'}
 
 def _outcomes(candidate: Mapping[str, Any]) -> str:
     outcomes = candidate["outcomes"]
-    wrong = sum(not o["correct"] for o in outcomes)
+    # A domain the pre-check ended is no answer of the model: not marked wrong (the pre-check section lists it).
+    right = [o["correct"] or o["verdict"] == "ended" for o in outcomes]
     rows = [
-        f'<tr{_WRONG_ROW[o["correct"]]}><td><code>{e(o["domain"])}</code></td>'
-        f'<td>{e(o["label"])}</td><td>{e(fig.verdict_cell(o))}{"" if o["correct"] else " ✗"}</td>'
+        f'<tr{_WRONG_ROW[ok]}><td><code>{e(o["domain"])}</code></td>'
+        f'<td>{e(o["label"])}</td><td>{e(fig.site_cell(o))}</td>'
+        f'<td>{e(fig.verdict_cell(o))}{"" if ok else " ✗"}</td>'
         f'<td>{e(o["source"])}</td><td>{e(fig.quote_cell(o))}</td>'
         f'<td class="num">{e(fig.seconds(o["search_seconds"]))}</td>'
         f'<td class="num">{e(fig.seconds(o["llm_seconds"]))}</td>'
         f'<td class="num">{int(o["prompt_tokens"])}/{int(o["completion_tokens"])}</td>'
         f'<td class="num">{e(fig.cost(o["cost_usd"], o.get("cost_note")))}{" (cached)" if o["from_cache"] else ""}</td>'
         f'<td class="text">{e(fig.domain_note(o))}</td></tr>'
-        for o in outcomes
+        for o, ok in zip(outcomes, right)
     ]
-    table = _table(["domain", "label", "verdict", "source", "quote", "search", "LLM", "tokens in/out", "cost",
+    wrong = right.count(False)
+    table = _table(["domain", "label", "site", "verdict", "source", "quote", "search", "LLM", "tokens in/out", "cost",
                     "reason / error"], rows, "outcomes")
     return (f"<details><summary>{e(candidate['name'])}: {len(outcomes)} domains, {wrong} wrong</summary>"
             f"{table}</details>")

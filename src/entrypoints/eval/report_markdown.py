@@ -39,6 +39,7 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         "## Metrics",
         _table(fig.METRIC_HEADERS, [fig.metric_row(c) for c in candidates]),
         fig.METRICS_NOTE,
+        *_precheck(document),
         "## Accuracy by confidence",
         _table(["candidate", *(f"confidence {level}" for level in _levels(candidates))],
                [[c["name"], *(fig.confidence_cell(level) for level in c["metrics"]["by_confidence"])]
@@ -48,6 +49,17 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     for candidate in candidates:
         parts.extend(_candidate(candidate))
     return "\n\n".join(parts) + "\n"
+
+
+def _precheck(document: Mapping[str, Any]) -> list[str]:
+    parts = ["## Pre-check", "\n".join(f"- {escape(line)}" for line in fig.precheck_lines(document))]
+    ended = (document.get("precheck") or {}).get("ended") or []
+    if ended:
+        parts.append("A domain labelled yes here (✗) is a pre-check miss: a CPG company the pre-check wrote off.")
+        parts.append(_table(["domain", "label", "site status", "reason"],
+                            [[r["domain"], r["label"] + (" ✗" if r["label"] == "yes" else ""), r["site_status"],
+                              r["reason"]] for r in ended]))
+    return parts
 
 
 def _levels(candidates: Sequence[Mapping[str, Any]]) -> list[int]:
@@ -95,7 +107,8 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
     parts = [f"## Candidate: {escape(candidate['name'])}", "\n".join(described), matrix]
     for key, title in (("false_negatives", "False negatives"), ("false_positives", "False positives"),
                        ("unparseable", "Unparseable"), ("failed", "Failed"),
-                       ("search_failed", "Asked without evidence (search failed)")):
+                       ("search_failed", "Asked without evidence (search failed)"),
+                       ("precheck_ended", "Ended by the pre-check (not scored)")):
         if m.get(key):
             parts.append(f"**{title} ({len(m[key])})**")
             parts.append("\n".join(_listed(domain, by_domain.get(domain)) for domain in m[key]))
@@ -103,13 +116,20 @@ def _candidate(candidate: Mapping[str, Any]) -> list[str]:
             parts.append(f"**{title}**: none")
     parts.append(f"### Outcomes: {escape(candidate['name'])}")
     parts.append(_table(
-        ["domain", "label", "verdict", "right", "source", "quote", "search", "LLM", "tokens in/out", "cost",
+        ["domain", "label", "site", "verdict", "right", "source", "quote", "search", "LLM", "tokens in/out", "cost",
          "reason / error"],
-        [[o["domain"], o["label"], fig.verdict_cell(o), "yes" if o["correct"] else "NO", o["source"],
+        [[o["domain"], o["label"], fig.site_cell(o), fig.verdict_cell(o), _right(o), o["source"],
           fig.quote_cell(o), fig.seconds(o["search_seconds"]), fig.seconds(o["llm_seconds"]),
           f"{o['prompt_tokens']}/{o['completion_tokens']}", fig.cost(o["cost_usd"], o.get("cost_note")), fig.domain_note(o)]
          for o in candidate["outcomes"]]))
     return parts
+
+
+def _right(outcome: Mapping[str, Any]) -> str:
+    """yes / NO, or a dash for a domain the pre-check ended: not the model's answer, not scored."""
+    if outcome["verdict"] == "ended":
+        return "—"
+    return "yes" if outcome["correct"] else "NO"
 
 
 def _listed(domain: str, outcome: Mapping[str, Any] | None) -> str:

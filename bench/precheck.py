@@ -27,7 +27,7 @@ from pathlib import Path
 from firmsift.adapters.dns.dnspython_resolver import DnspythonResolver
 from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.files.site_signatures import load_signatures
-from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.search.homepage import HomepageSearch
 from firmsift.domain.clock import utc_now
@@ -52,6 +52,7 @@ ADDRESS = "203.0.113.10"
 JOB_SIZE = 10
 CONCURRENT_JOBS = 4
 LLM_SLOTS = 8
+PRICING = FixedPricing(0.0, 0.0)  # cost is not what this benchmark measures
 DNS_LIMITS = {"timeout": 2.0, "lifetime": 4.0, "total_timeout": 6.0}
 
 
@@ -126,7 +127,7 @@ async def one_pass(world: World, dns_port: int, pinned: dict[str, tuple[str, int
     store, llm = InMemoryStore(), ScriptedLLM(delay=llm_latency)
 
     def dependencies() -> JobDependencies:
-        return JobDependencies(jobs=store, answers=store, known=store, llm=llm, catalog=catalog,
+        return JobDependencies(jobs=store, answers=store, known=store, llm=llm, catalog=catalog, pricing=PRICING,
                                search=SearchChain([homepage, StaticSearch(name="searxng")]),
                                llm_slots=asyncio.Semaphore(LLM_SLOTS), domain_concurrency=JOB_SIZE,
                                precheck=Precheck(resolver, homepage, signatures) if precheck else None)

@@ -139,6 +139,18 @@ def test_a_body_over_the_limit_is_413_before_anything_is_stored(client: TestClie
     assert "FIRMSIFT_MAX_BATCH_BODY_BYTES" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(("body", "why"), [
+    ('{"domains": ["a.com", NaN]}', "NaN is not valid JSON"),
+    ('{"domains": ["\\ud800.com"]}', "unpaired surrogate"),
+    ('{"domains": [1e999]}', "out of range"),
+    ('{"domains": ["a.com"', "not valid JSON"),
+])
+def test_a_json_batch_is_read_by_the_rules_of_every_json_body(client: TestClient, key, body: str, why: str) -> None:
+    response = client.post("/batches", content=body, headers={**key, "content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "malformed_json" and why in response.json()["error"]["message"]
+
+
 def test_other_keys_batches_are_not_found(client: TestClient, container, key) -> None:
     batch_id = post_json(client, key, ["a.com"]).json()["batch_id"]
     other = _bearer(anyio.run(lambda: create_key("other", (), container.api_keys())))

@@ -16,6 +16,7 @@ from firmsift.domain.normalize import DomainRejected
 from firmsift.entrypoints.cli.csv_files import CsvFileError
 from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
 from firmsift.entrypoints.http.errors import BodyRejected
+from firmsift.entrypoints.http.json_body import json_document
 
 JSON = "application/json"
 CSV = "text/csv"
@@ -66,15 +67,7 @@ async def spool_body(request: Request, folder: Path, max_bytes: int) -> SpooledB
 
 def json_rows(body: SpooledBody) -> tuple[object, list[object]]:
     """(classifier, domains) of a JSON body {"classifier", "domains": [...]}; 400/422 otherwise."""
-    try:
-        with body.path.open(encoding="utf-8") as handle:
-            document = json.load(handle)
-    except UnicodeDecodeError:
-        raise BodyRejected(400, "malformed_json", "request body is not UTF-8") from None
-    except RecursionError:
-        raise BodyRejected(400, "malformed_json", "request body nests too deeply") from None
-    except ValueError as error:
-        raise BodyRejected(400, "malformed_json", f"request body is not valid JSON: {error}") from None
+    document = json_document(body.path.read_bytes())  # the same rules as every other JSON body
     if not isinstance(document, dict):
         raise BodyRejected(422, "invalid_request", "body must be a JSON object {\"classifier\", \"domains\"}")
     unknown = sorted(set(document) - JSON_FIELDS)

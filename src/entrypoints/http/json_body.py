@@ -42,6 +42,12 @@ async def read_json_body(request: Request, max_bytes: int) -> object:
     raw = b"".join(chunks)
     if not raw.strip():
         raise BodyRejected(400, "malformed_json", "request body is empty; send a JSON object")
+    return json_document(raw)
+
+
+def json_document(raw: bytes) -> object:
+    """The JSON value of a request body, by the contract's rules: UTF-8, no NaN or Infinity, no
+    number out of range, no unpaired surrogate escape; 400 malformed_json saying why otherwise."""
     try:
         document = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
         # "\ud800" escapes decode to lone surrogates, which no answer could echo back as UTF-8.

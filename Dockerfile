@@ -1,13 +1,14 @@
 # One image for both processes; choose with the command:
 #   docker run … firmsift api --host 0.0.0.0 --port 8000
 #   docker run … firmsift worker            (probe on FIRMSIFT_WORKER_PROBE_PORT, default 9101 here)
-# Dependencies come from the hash-locked requirements.lock, so the image gets exactly what CI tested.
+# Dependencies come from the hash-locked requirements-runtime.lock: the pins CI tested (requirements.lock)
+# without the development tools (test runners, emulators, linters).
 FROM python:3.11-slim AS build
 WORKDIR /src
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/firmsift
-COPY requirements.lock ./
-RUN /opt/firmsift/bin/pip install --require-hashes -r requirements.lock
+COPY requirements-runtime.lock ./
+RUN /opt/firmsift/bin/pip install --require-hashes -r requirements-runtime.lock
 COPY pyproject.toml README.md ./
 COPY src ./src
 RUN /opt/firmsift/bin/pip install --no-deps --no-build-isolation .

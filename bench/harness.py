@@ -4,6 +4,7 @@ either shape, and the real `firmsift` processes started against them."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,11 +14,15 @@ from pathlib import Path
 import httpx
 
 from tests.support.postgres import postgres_engine
-from tests.support.processes import Process, Processes, run_cli, start_api, start_worker, wait_healthy, wait_until
+from tests.support.processes import (Process, Processes, announced_port, run_cli, start_api, start_worker,
+                                     wait_healthy, wait_until)
 from tests.support.sqs_emulator import sqs_emulator, write_queues_file
 
 SHAPES = ("embedded", "production")
 MAX_RECEIVES = 5
+GROUP_PORT = re.compile(r"serving https?://\S+?:(\d+) from \d+ processes")  # `firmsift api --workers N`
+COPY_STARTED = "Application startup complete"  # each API copy, once it serves
+PROBE_LISTENING = re.compile(r'"message": "worker probe listening".*?"port": (\d+)')
 
 # Every process of a benchmark: the fake providers, no keys or rate limit on loopback, a quick
 # clean stop at the end (nothing is measured then).
@@ -68,6 +73,29 @@ class Stack:
         wait_healthy(probe, process)
         return process, probe
 
+    def api_group(self, count: int, name: str = "api-group") -> tuple[Process, str]:
+        """`firmsift api --workers count` once every copy serves: (the parent, base URL)."""
+        process = self.processes.firmsift(name, "api", "--workers", str(count), "--port", "0")
+        base = f"http://127.0.0.1:{announced_port(process, GROUP_PORT)}"
+        wait_until(lambda: process.log().count(COPY_STARTED) >= count, 60, f"{name}: not every copy started")
+        wait_healthy(base, process)
+        return process, base
+
+    def worker_group(self, count: int, name: str, settings: dict[str, str]) -> tuple[Process, list[str]]:
+        """`firmsift worker --processes count` once every copy's probe answers: (the parent, the
+        copies' probe base URLs). Each copy imports litellm: on a loaded machine, well over a minute."""
+        process = self.processes.firmsift(name, "worker", "--processes", str(count),
+                                          extra_env={**settings, "FIRMSIFT_WORKER_PROBE_PORT": "0"})
+
+        def ports() -> list[int] | None:
+            found = [int(port) for port in PROBE_LISTENING.findall(process.log())]
+            return found if len(found) >= count else None
+
+        probes = [f"http://127.0.0.1:{port}" for port in wait_until(ports, 180, f"{name}: not every probe listened")]
+        for probe in probes:
+            wait_healthy(probe, process)
+        return process, probes
+
     def _http_process(self, name: str, command: str, settings: dict[str, str] | None) -> tuple[Process, str]:
         return start_api(self.processes, name, command=command, extra_env=settings)
 
@@ -80,20 +108,23 @@ class Stack:
 
 
 @contextmanager
-def stack(shape: str, folder: Path, latencies: Latencies, *, visibility_timeout: int = 30) -> Iterator[Stack]:
+def stack(shape: str, folder: Path, latencies: Latencies, *, visibility_timeout: int = 30,
+          llm_options: tuple[str, ...] = ()) -> Iterator[Stack]:
     """Fake LLM and search servers with `latencies` and a fresh backend of `shape`: "embedded"
     (a SQLite file, queue in the database) or "production" (a new PostgreSQL database and a fauxqs
-    SQS emulator with the declared queues). Every process is stopped at the end."""
+    SQS emulator with the declared queues). `llm_options` go to the fake LLM server's command
+    line. Every process is stopped at the end."""
     folder.mkdir(parents=True, exist_ok=True)
     with _backend(shape, folder, visibility_timeout) as backend_settings:
         processes = Processes(folder)
         try:
             llm_log = folder / "llm-calls.jsonl"
-            # Keep-alive, as real providers do: a new TCP connection per call would be measured too.
+            # Keep-alive, as real providers do: a new TCP connection per call would be measured too
+            # (the search server closing each one cost the worker ~3 ms of CPU a domain).
             _llm, llm_port = processes.start_fake("tests.support.fake_llm_server", "--delay", str(latencies.llm),
-                                                  "--keep-alive", "--log", str(llm_log))
+                                                  "--keep-alive", "--log", str(llm_log), *llm_options)
             _search, search_port = processes.start_fake("tests.support.fake_search_server",
-                                                        "--delay", str(latencies.search))
+                                                        "--delay", str(latencies.search), "--keep-alive")
             processes.env = {
                 **COMMON_SETTINGS, **backend_settings,
                 "FIRMSIFT_VISIBILITY_TIMEOUT": str(visibility_timeout),
@@ -154,8 +185,8 @@ def wait_finished(client: httpx.Client, job_id: str, *, interval: float, timeout
     return wait_until(finished, timeout, f"job {job_id} did not finish", interval=interval)
 
 
-def jobs_finished(probe: str) -> int:
-    """Jobs a worker has finished, from its /metrics."""
-    text = httpx.get(f"{probe}/metrics", timeout=5).text
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+def jobs_finished(*probes: str) -> int:
+    """Jobs the workers behind these probes have finished, from their /metrics."""
+    texts = [httpx.get(f"{probe}/metrics", timeout=5).text for probe in probes]
+    return int(sum(float(line.rsplit(" ", 1)[1]) for text in texts for line in text.splitlines()
                    if line.startswith("firmsift_jobs_finished_total{")))

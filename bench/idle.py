@@ -33,6 +33,8 @@ def run(shapes: list[str], folder: Path, latencies: Latencies, size: IdleSize) -
             worker, _probe = services.worker()
             with httpx.Client(base_url=base, timeout=30) as client:  # one job first: both have done work
                 wait_finished(client, submit(client, domains("idle", 1)), interval=0.1)
+                for page in ("/", "/new"):  # the web app's templates loaded and compiled: the API's memory counts them
+                    client.get(page).raise_for_status()
             pids = {"worker": worker.popen.pid, "api": api.popen.pid}
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             time.sleep(size.seconds)

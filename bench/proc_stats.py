@@ -19,6 +19,16 @@ def cpu_seconds(pid: int) -> float:
     return (user + system) / _CLOCK_TICKS
 
 
+def children(pid: int) -> list[int]:
+    """The process ids of a process's children (the copies of `--processes N`, `--workers N`)."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its children, while they run."""
+    return cpu_seconds(pid) + sum(cpu_seconds(child) for child in children(pid))
+
+
 @dataclass(frozen=True)
 class Memory:
     resident_mib: float  # VmRSS: resident now

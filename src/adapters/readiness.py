@@ -16,8 +16,7 @@ INTAKE_FAILURE_SECONDS = 10.0  # how long a failed intake keeps the process not 
 # A real write, committed, to a row every database has once migrated: a database that answers
 # reads but refuses writes (a full disk, a read-only file or mount, a standby after a failover)
 # passes `SELECT 1` and fails every submit.
-WRITE_PROBE = text("UPDATE schema_migrations SET applied_at = applied_at "
-                   "WHERE version = (SELECT MAX(version) FROM schema_migrations)")
+WRITE_PROBE = text("UPDATE alembic_version SET version_num = version_num")
 log = logging.getLogger(__name__)
 
 

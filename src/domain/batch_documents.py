@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from firmsift.domain.batches import Batch, BatchCounts, BatchRow, BatchStatus
+from firmsift.domain.budgets import batch_pause_document
 
 
 def accepted_batch_document(batch: Batch, rejected: list[BatchRow]) -> dict[str, Any]:
@@ -14,6 +15,7 @@ def accepted_batch_document(batch: Batch, rejected: list[BatchRow]) -> dict[str,
     return {
         "batch_id": batch.id,
         "classifier": batch.classifier,
+        "mode": batch.mode.value,
         "total": batch.total,
         "accepted": batch.accepted,
         "duplicates": batch.duplicates,
@@ -52,6 +54,7 @@ def progress_document(batch: Batch, counts: BatchCounts, now: datetime) -> dict[
     return {
         "batch_id": batch.id,
         "classifier": batch.classifier,
+        "mode": batch.mode.value,
         "status": batch_status(batch, counts).value,
         "total": batch.accepted,
         "done": counts.done,
@@ -68,6 +71,8 @@ def progress_document(batch: Batch, counts: BatchCounts, now: datetime) -> dict[
         # What the batch's finished domains spent on the LLM, as a job's "total" says it.
         "spend": {"tokens_in": counts.spend.tokens_in, "tokens_out": counts.spend.tokens_out,
                   "cost_usd": counts.spend.cost_usd, "cost_unknown_domains": counts.spend.cost_unknown_domains},
+        # Jobs of the batch a spend limit paused: which limit, until when, how many (null: none).
+        "paused": batch_pause_document(counts.pause) if counts.pause is not None else None,
     }
 
 

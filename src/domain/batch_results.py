@@ -6,9 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from firmsift.domain.batches import Batch, BatchRow
 from firmsift.domain.job_document import result_document
@@ -20,45 +19,105 @@ JSON_INPUT_COLUMN = "input"  # the CSV column holding a JSON list's item
 CLASH_PREFIX = "firmsift_"
 
 
-@dataclass(frozen=True)
-class RowResult:
+class ShownResult(NamedTuple):
+    """A domain's result as a job document shows it (job_document.result_document), but its
+    domain: the values a result line writes, in order. A store reads them straight from its
+    rows (100,000 of them for a batch's results) rather than through a DomainResult."""
+
+    status: str
+    answer: bool | None
+    confidence: int | None
+    reason: str
+    source: str | None
+    evidence: list[dict[str, str]]  # {"url", "title"} of each piece
+    evidence_status: str | None
+    search_provider: str | None
+    evidence_reused_from: str | None
+    evidence_searched_at: str | None  # ISO 8601
+    quote: str | None
+    quote_status: str | None
+    site_status: str | None
+    redirected_to: str | None
+    redirected_answer: bool | None
+    error: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    answer_tokens_in: int | None
+    answer_tokens_out: int | None
+    answer_cost_usd: float | None
+
+
+def shown_result(result: DomainResult) -> ShownResult:
+    fields = result_document(result)
+    del fields["domain"]
+    return ShownResult(**fields)
+
+
+NO_RESULT = shown_result(DomainResult(domain=""))  # what a rejected row shows
+# json.dumps(document, ensure_ascii=False), without building an encoder for each line.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_STRING = json.encoder.encode_basestring  # what _ENCODE writes for a str
+
+
+class RowResult(NamedTuple):
     """A row with its domain's result and state (batches.domain_state); for a rejected row both
     are None. `job_error` is the error of the row's job, shown when the job ended without it."""
 
     row: BatchRow
     state: str | None = None
-    result: DomainResult | None = None
+    result: ShownResult | None = None
     job_error: str | None = None
 
 
 def answer_fields(item: RowResult) -> dict[str, Any]:
     """The answer of one row: `classified_domain` (what was taken from the row, normalized), then
     every field of the job document's result but its domain, with the batch state as status."""
-    fields = result_document(item.result or DomainResult(domain=item.row.domain or ""))
-    del fields["domain"]
+    return _add_answer({}, item)
+
+
+def _add_answer(fields: dict[str, Any], item: RowResult) -> dict[str, Any]:
+    """`fields` with the row's answer_fields added after what it holds."""
+    fields["classified_domain"] = item.row.domain
+    fields.update(zip(ShownResult._fields, item.result or NO_RESULT))
     fields["status"] = item.state or REJECTED
     if item.row.rejection is not None:
         fields["error"] = item.row.rejection
     elif item.state in ("FAILED", "CANCELLED") and fields.get("error") is None:
         fields["error"] = item.job_error
     # The job that answered the row, as `firmsift classify` writes it: (job_id, classified_domain) counts a cost once.
-    return {"classified_domain": item.row.domain, **fields, "job_id": item.row.job_id}
+    fields["job_id"] = item.row.job_id
+    return fields
 
 
 def json_line(batch: Batch, item: RowResult) -> str:
     """The row's index (and CSV line), its input as sent ({column: cell} for a CSV upload, with
     `extra_cells` past the header's width; the item itself for a JSON list) and its answer."""
-    values = json.loads(item.row.original)
-    document: dict[str, Any] = {"index": item.row.position}
-    if item.row.line is not None:
-        document["line"] = item.row.line
+    row = item.row
+    head = f'{{"index": {row.position}, ' if row.line is None else f'{{"index": {row.position}, "line": {row.line}, '
     if batch.columns is None:
-        document["input"] = values
+        # The stored original is this very encoder's text of the item (batch_body writes it so).
+        head += '"input": ' + row.original
     else:
-        document["input"] = dict(zip(batch.columns, values))
+        values = json.loads(row.original)
+        document: dict[str, Any] = {"input": dict(zip(batch.columns, values))}
         if len(values) > len(batch.columns):
             document["extra_cells"] = values[len(batch.columns):]
-    return json.dumps({**document, **answer_fields(item)}, ensure_ascii=False) + "\n"
+        head += _ENCODE(document)[1:-1]
+    return f"{head}, {_answer_json(item)}}}\n"
+
+
+def json_lines(batch: Batch, items: Iterable[RowResult]) -> str:
+    """json_line of each item, joined."""
+    return "".join([json_line(batch, item) for item in items])
+
+
+def _answer_json(item: RowResult) -> str:
+    """The row's answer_fields as JSON members (no braces). A pending row still PENDING, which a
+    store shows as NO_RESULT itself, is its domain and job around one text made once."""
+    if item.result is NO_RESULT and item.state == "PENDING" and item.row.job_id is not None:
+        return f'"classified_domain": {_STRING(item.row.domain)}{_PENDING_JSON}{_STRING(item.row.job_id)}'
+    return _ENCODE(_add_answer({}, item))[1:-1]
 
 
 def input_columns(batch: Batch) -> list[str]:
@@ -81,12 +140,27 @@ def csv_line(batch: Batch, item: RowResult) -> str:
     """The caller's cells as sent, then the answer cells made inert for spreadsheets (the
     answers carry web and model text), then any cells past the header's width (as the CLI writes
     them). Evidence is its URLs, space-separated."""
-    values = json.loads(item.row.original)
-    cells = [str(v) for v in values] if batch.columns is not None else [_input_cell(values)]
+    return csv_lines(batch, (item,))
+
+
+def csv_lines(batch: Batch, items: Iterable[RowResult]) -> str:
+    """csv_line of each item, joined: one writer for them all."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
     width = len(input_columns(batch))
+    for item in items:
+        values = json.loads(item.row.original)
+        cells = [str(v) for v in values] if batch.columns is not None else [_input_cell(values)]
+        writer.writerow([*cells[:width], *_answer_cells(item), *cells[width:]])
+    return out.getvalue()
+
+
+def _answer_cells(item: RowResult) -> list[str]:
+    if item.result is NO_RESULT and item.state == "PENDING" and item.row.job_id is not None:  # as _answer_json
+        return [_answer_cell(item.row.domain), *_PENDING_CELLS, _answer_cell(item.row.job_id)]
     fields = answer_fields(item)
     fields["evidence"] = " ".join(str(e.get("url", "")) for e in fields["evidence"])
-    return _csv_record([*cells[:width], *(_answer_cell(v) for v in fields.values()), *cells[width:]])
+    return [_answer_cell(v) for v in fields.values()]
 
 
 def answer_names() -> list[str]:
@@ -110,3 +184,17 @@ def _csv_record(cells: list[str]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\r\n").writerow(cells)
     return out.getvalue()
+
+
+def _pending_parts() -> tuple[str, list[str]]:
+    """What a pending row still PENDING shows between its domain and its job id: as JSON members
+    and as CSV cells, made once by the general path from a row with placeholders."""
+    item = RowResult(BatchRow(0, None, "null", "d", "j"), "PENDING", NO_RESULT)
+    members = _ENCODE(_add_answer({}, item))[1:-1]
+    head, tail = '"classified_domain": "d"', '"j"'
+    assert members.startswith(head) and members.endswith(tail)
+    cells = _answer_cells(RowResult(item.row, "PENDING", NO_RESULT._replace()))  # not NO_RESULT: the general path
+    return members[len(head):-len(tail)], cells[1:-1]
+
+
+_PENDING_JSON, _PENDING_CELLS = _pending_parts()

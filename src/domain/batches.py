@@ -12,7 +12,10 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import NamedTuple
 
+from firmsift.domain.budgets import BatchPause
+from firmsift.domain.economy import BatchMode
 from firmsift.domain.errors import FirmsiftError, InvalidRequest, JobNotFound, TooManyDomains
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.normalize import DomainRejected
@@ -22,6 +25,10 @@ from firmsift.domain.spend import Spend
 # the job model's compare-and-set from PENDING is what cancelling uses, so a job a worker has
 # already started is never taken back.
 BATCH_CANCELLED = "cancelled: its batch was deleted before the job started"
+# The error of an economy job the DELETE found waiting for the provider's batch API: its questions
+# not yet sent are never sent (never paid for); one already sent is answered into the cache only.
+BATCH_CANCELLED_WAITING = "cancelled: its batch was deleted while it waited for the provider's batch API"
+CANCELLED_ERRORS = frozenset({BATCH_CANCELLED, BATCH_CANCELLED_WAITING})
 ROWS_PER_CHUNK = 2000  # rows a store writes per step; a chunk ends where a job does
 ROWS_PER_ALLOWED_DOMAIN = 10  # as a job's request may list each allowed domain ten times over
 
@@ -32,10 +39,10 @@ class BatchStatus(str, enum.Enum):
     CANCELLED = "CANCELLED"
 
 
-@dataclass(frozen=True)
-class InputRow:
+class InputRow(NamedTuple):
     """One row as the caller sent it: its 0-based position, the CSV line it starts on (None for
-    JSON), its original values as JSON text, and the value to read a domain from."""
+    JSON), its original values as JSON text, and the value to read a domain from. (A named tuple,
+    as BatchRow: a batch makes 100,000 of each, and a frozen dataclass costs several times more.)"""
 
     position: int
     line: int | None
@@ -43,9 +50,8 @@ class InputRow:
     value: object
 
 
-@dataclass(frozen=True)
-class BatchRow:
-    """One planned row: its domain and job, or why it was rejected."""
+class BatchRow(NamedTuple):
+    """One planned row: its domain and job, or why it was rejected (the columns of a stored row, in order)."""
 
     position: int
     line: int | None
@@ -82,6 +88,8 @@ class Batch:
     rejected: int = 0
     cancelled_at: datetime | None = None
     reply_sent: bool = False
+    mode: BatchMode = BatchMode.STANDARD  # economy: questions to the LLM go through the provider's batch API
+    refresh: bool = False  # its domains' cached answers are asked again though fresh (`firmsift refresh`)
 
 
 class BatchNotFound(JobNotFound):
@@ -197,6 +205,7 @@ class BatchCounts:
     by_source: dict[str, int] = field(default_factory=dict)
     last_finished_at: datetime | None = None
     spend: Spend = field(default_factory=Spend)
+    pause: BatchPause | None = None  # jobs waiting on a spend limit (None: none)
 
     @property
     def finished(self) -> int:
@@ -205,10 +214,11 @@ class BatchCounts:
 
 def domain_state(domain_status: str, job_status: JobStatus, job_error: str | None) -> str:
     """A batch domain's state from its result's status and its job's: PENDING, DONE, FAILED, or
-    CANCELLED for a domain whose job the batch's DELETE stopped before it started. A domain left
+    CANCELLED for a domain whose job the batch's DELETE stopped (before it started, or while it
+    waited for the provider's batch API). A domain left
     PENDING in a job that ended otherwise (dead-lettered) failed with its job."""
     if domain_status != "PENDING":
         return domain_status
     if not job_status.finished:
         return "PENDING"
-    return "CANCELLED" if job_error == BATCH_CANCELLED else "FAILED"
+    return "CANCELLED" if job_error in CANCELLED_ERRORS else "FAILED"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
+from typing import Any
 
 from firmsift.domain.errors import FirmsiftError
 
@@ -86,3 +87,54 @@ class SpendingPaused(Exception):
     def __init__(self, refusal: BudgetExhausted) -> None:
         super().__init__(str(refusal))
         self.refusal = refusal
+
+
+@dataclass(frozen=True)
+class JobPause:
+    """Why a job's remaining domains wait, as the worker recorded it when it paused the job: which
+    limit was reached, at what spend, and when the worker looks again (the reset, or sooner so
+    that a raised limit takes effect). Cleared when the job runs again."""
+
+    scope: str  # "key" or "global", as BudgetExhausted
+    limit_usd: float
+    spent_usd: float
+    paused_at: datetime
+    resets_at: datetime
+    next_check_at: datetime
+
+    @classmethod
+    def of(cls, refusal: BudgetExhausted, now: datetime, recheck_seconds: float) -> JobPause:
+        """The pause a refusal causes at `now`: the job is looked at again at the reset, or after
+        `recheck_seconds` if that is sooner."""
+        delay = min(refusal.retry_after, recheck_seconds)
+        return cls(refusal.scope, refusal.limit, refusal.spent, now, refusal.resets_at, now + timedelta(seconds=delay))
+
+
+@dataclass(frozen=True)
+class BatchPause:
+    """A batch's paused jobs: how many wait on a spend limit, and the latest pause among them."""
+
+    latest: JobPause
+    jobs: int
+
+
+def pause_document(pause: JobPause) -> dict[str, Any]:
+    """A pause as GET of a job or a batch shows it."""
+    whose = "the API key's daily spend limit" if pause.scope == "key" else "the service's global daily spend limit"
+    return {
+        "reason": "budget_exhausted",
+        "limit": pause.scope,
+        "limit_usd": pause.limit_usd,
+        "spent_usd": round(pause.spent_usd, 6),
+        "paused_at": pause.paused_at.isoformat(),
+        "resets_at": pause.resets_at.isoformat(),
+        "next_check_at": pause.next_check_at.isoformat(),
+        "message": (f"paused: {whose} of {pause.limit_usd:g} USD was reached ({pause.spent_usd:.6g} USD spent that "
+                    f"day, UTC); it resets at {pause.resets_at.isoformat()}, and the job is looked at again at "
+                    f"{pause.next_check_at.isoformat()} (a raised limit takes effect then)"),
+    }
+
+
+def batch_pause_document(pause: BatchPause) -> dict[str, Any]:
+    """A batch's pause as GET /batches/{id} shows it: its latest job pause and how many jobs wait."""
+    return {**pause_document(pause.latest), "jobs": pause.jobs}

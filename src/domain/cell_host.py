@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firmsift.domain.normalize import DomainRejected, normalize_domain
 
@@ -71,9 +71,23 @@ def take_host(cell: str) -> TakenHost:
 
 
 def domain_from_cell(cell: str) -> CellDomain:
-    """The normalized domain of the first host name in `cell`; DomainRejected (or NoHostInCell) says why not."""
+    """The normalized domain of the first host name in `cell`; DomainRejected (or NoHostInCell) says why not.
+    Further host names that are this domain written again (`acme.com, www.acme.com`), or repeat each other,
+    are dropped from `taken.others`: they are not a site left unused."""
     taken = take_host(cell)
-    return CellDomain(normalize_domain(taken.host), taken)
+    domain = normalize_domain(taken.host)
+    others: dict[str, str] = {}
+    for host in taken.others:
+        others.setdefault(_normalized_or_as_written(host), host)
+    others.pop(domain, None)
+    return CellDomain(domain, replace(taken, others=tuple(others.values())))
+
+
+def _normalized_or_as_written(host: str) -> str:
+    try:
+        return normalize_domain(host)
+    except DomainRejected:
+        return host
 
 
 def _read_word(word: str) -> tuple[str, str | None]:

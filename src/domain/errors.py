@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from firmsift.domain.rate_limit_headers import RateLimitHeaders
+
 
 class FirmsiftError(Exception):
     """Base of every error the domain raises on purpose."""
@@ -63,6 +65,15 @@ class QueueUnavailable(FirmsiftError):
     code = "queue_unavailable"
 
 
+class QueuePartlySent(QueueUnavailable):
+    """Sending several messages stopped: the first `sent` of them are durably on the queue; the
+    others may or may not be (a caller that gives up on them must tolerate their arriving)."""
+
+    def __init__(self, message: str, sent: int) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
 class StaleReceipt(FirmsiftError):
     """A queue receipt is no longer the current one for its message (expired or superseded)."""
 
@@ -98,16 +109,18 @@ class ProviderError(FirmsiftError):
     `cause` names the kind of failure in a word (FailureCause). `prompt_tokens` and
     `completion_tokens` are what the provider billed for an answer it did return but that could
     not be used (cut off, filtered, refused, empty), as it reported them; None otherwise.
+    `rate_limits` is what the provider's headers said of its limits (a 429's), if anything.
     """
 
     code = "provider_error"
 
     def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
                  cause: FailureCause = FailureCause.OTHER, prompt_tokens: int | None = None,
-                 completion_tokens: int | None = None) -> None:
+                 completion_tokens: int | None = None, rate_limits: RateLimitHeaders | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.cause = cause
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+        self.rate_limits = rate_limits

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from firmsift.domain.budgets import pause_document
 from firmsift.domain.model import DomainResult, Job
 from firmsift.domain.spend import total_spend
 
@@ -17,6 +18,8 @@ def job_document(job: Job) -> dict[str, Any]:
         "created_at": job.created_at.isoformat(),
         "results": [result_document(job.result_for(domain)) for domain in job.domains],
         "total": _total_document(job),
+        # Why a PENDING job waits: the spend limit that paused it and until when (null: not paused).
+        "paused": pause_document(job.pause) if job.pause is not None else None,
     }
     if job.error:
         document["error"] = job.error

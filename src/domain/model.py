@@ -6,6 +6,9 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from firmsift.domain.budgets import JobPause
+from firmsift.domain.rate_limit_headers import RateLimitHeaders
+
 
 class JobStatus(str, enum.Enum):
     PENDING = "PENDING"
@@ -32,6 +35,7 @@ class ResultStatus(str, enum.Enum):
 class Source(str, enum.Enum):
     """Which path produced an answer, cheapest first."""
 
+    HUMAN = "human"  # a person's correction of this (domain, classifier): beats every other path
     KNOWN_COMPANY = "known_company"
     CACHE = "cache"
     PRECHECK = "precheck"  # the pre-check found no company to ask about (no DNS, unreachable, parked)
@@ -69,6 +73,7 @@ class Completion:
     finish_reason: str | None = None
     prompt_tokens: int | None = None  # as the provider reported them (None: not reported)
     completion_tokens: int | None = None
+    rate_limits: RateLimitHeaders | None = None  # what the provider's headers said of its limits
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,11 @@ class Answer:
     # classifier's name and when the search that found it ran. None: searched for this answer.
     evidence_reused_from: str | None = None
     evidence_searched_at: datetime | None = None
+    # How long the answer took, in seconds: its LLM call (from taking an LLM slot to the answer,
+    # retries and rate-budget waits included) and the gathering of its evidence (a search, or the
+    # look-up of reused evidence). None: not measured (another path, or stored before migration 11).
+    llm_seconds: float | None = None
+    evidence_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +209,7 @@ class Job:
     reply_sent: bool = False
     owner: str = ""  # the id of the API key that submitted it; '' when authentication is off
     idempotency_key: str | None = None  # the submitter's Idempotency-Key header, unique per owner
+    pause: JobPause | None = None  # why the worker paused the job (a spend limit); None unless PENDING because of it
 
     def result_for(self, domain: str) -> DomainResult:
         for result in self.results:

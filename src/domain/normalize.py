@@ -33,6 +33,9 @@ _TLD = re.compile(r"^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$")
 _SPECIAL_USE_TLDS = frozenset({"localhost", "local", "test", "invalid", "example", "internal", "onion", "arpa", "lan"})
 # Unicode dots that IDNA treats as label separators.
 _DOTS = re.compile("[\u3002\uff0e\uff61]")
+# A plain name (the common case, read in microseconds): an optional http(s) scheme, lowercase LDH
+# labels, an alphabetic top-level label, then at most a path, query or fragment of visible ASCII.
+_PLAIN = re.compile(r"(?:https?://)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})(?:[/?#][!-\[\]-~]*)?")
 
 
 class DomainRejected(ValueError):
@@ -41,6 +44,26 @@ class DomainRejected(ValueError):
 
 def normalize_domain(raw: object) -> str:
     """The canonical form of `raw` (see DESIGN.md), or DomainRejected naming the reason."""
+    plain = _plain_name(raw) if isinstance(raw, str) else None
+    return plain if plain is not None else _normalize_in_full(raw)
+
+
+def _plain_name(raw: str) -> str | None:
+    """The canonical form of a plain name (_PLAIN), or None for any other value (and for a long
+    name, an xn-- label or a reserved top-level domain, which the full path rejects with its
+    reason): with no whitespace, userinfo, port, trailing dot, upper case, IP address or
+    non-ASCII to handle, the full path would only strip the leading www labels."""
+    match = _PLAIN.fullmatch(raw)
+    if match is None:
+        return None
+    host = match[1]
+    labels = host.split(".")
+    if len(host) > MAX_NAME_LENGTH or "xn--" in host or labels[-1] in _SPECIAL_USE_TLDS:
+        return None
+    return ".".join(_without_www(labels))
+
+
+def _normalize_in_full(raw: object) -> str:
     if not isinstance(raw, str):
         raise DomainRejected(f"must be a string, not {type(raw).__name__}")
     host = _to_ascii(_extract_host(raw))
@@ -49,14 +72,17 @@ def normalize_domain(raw: object) -> str:
     if len(host) > MAX_NAME_LENGTH:
         raise DomainRejected(f"is longer than {MAX_NAME_LENGTH} characters")
     _check_not_ip(host)
-    labels = host.split(".")
-    # Strip leading "www." labels, but never down to a bare TLD ("www.com" stays).
+    labels = _without_www(host.split("."))
+    _check_labels(labels)
+    return ".".join(labels)
+
+
+def _without_www(labels: list[str]) -> list[str]:
+    """Leading "www" labels stripped, but never down to a bare TLD ("www.com" stays)."""
     first = 0
     while len(labels) - first > 2 and labels[first] == "www":
         first += 1
-    labels = labels[first:]
-    _check_labels(labels)
-    return ".".join(labels)
+    return labels[first:]
 
 
 class DomainList:

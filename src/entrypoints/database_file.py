@@ -8,7 +8,7 @@ from firmsift.adapters.sql.engine import database_url
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 
 # The commands that start a service taking jobs, or create the schema on purpose. Any other
-# command (worker, keys, companies, replies, dlq) finding no database file is run from the wrong
+# command (worker, keys, companies, answers, replies, dlq) finding no database file is run from the wrong
 # directory or with the wrong URL: creating an empty database there would hide the mistake.
 CREATING_COMMANDS = frozenset({"serve", "api", "db"})
 

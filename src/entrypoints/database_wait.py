@@ -1,5 +1,10 @@
 """Start-up against a database server that is not there yet: wait with backoff, one log line per
-attempt, then migrate; give up with one clear line after FIRMSIFT_DATABASE_WAIT_SECONDS."""
+attempt, then migrate; give up with one clear line after FIRMSIFT_DATABASE_WAIT_SECONDS.
+
+A pending upgrade is applied by a forked child process, so the long-running process never
+imports Alembic and Mako (~9-12 MiB it would keep for its whole life: the API's memory budget is
+100 MB). If the child fails, the upgrade is run here instead, so the failure is reported (or
+waited out) exactly as before. Where fork is not available, the upgrade runs here."""
 
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ def migrate_when_reachable(container: Container, *, sleep: Callable[[float], Non
     attempt = 1
     while True:
         try:
-            container.migrate()
+            _migrate(container)
         except DatabaseUnavailable as error:
             reason = _reason(error)
             remaining = deadline - clock()
@@ -55,6 +60,37 @@ def migrate_when_reachable(container: Container, *, sleep: Callable[[float], Non
         return
 
 
-def _reason(error: DatabaseUnavailable) -> str:
-    """The driver's first line (it names host and port, never the password)."""
-    return str(error).strip().splitlines()[0][:MAX_REASON]
+def _migrate(container: Container) -> None:
+    if container.schema_is_current():  # one query; DatabaseUnavailable while the server is away
+        return
+    import multiprocessing  # here: the processes that never upgrade do not load it
+
+    if "fork" in multiprocessing.get_all_start_methods():
+        child = multiprocessing.get_context("fork").Process(target=_upgrade_in_child, args=(container,),
+                                                             name="firmsift-db-upgrade")
+        child.start()
+        child.join()
+        if child.exitcode == 0:
+            return
+        log.warning("the schema upgrade in a child process failed (exit %s); upgrading in this process",
+                    child.exitcode)
+    container.migrate()
+
+
+def _upgrade_in_child(container: Container) -> None:
+    """The forked child's work: the upgrade on connections of its own (the parent's pooled ones
+    stay the parent's), then exit; an error exits non-zero, with its first line logged instead of
+    a traceback, and the parent upgrades itself (reporting or waiting out the error as before)."""
+    container.engine().dispose(close=False)
+    try:
+        container.migrate()
+    except Exception as error:  # noqa: BLE001 - any failure: the parent's own attempt reports it
+        log.warning("schema upgrade in the child process: %s", _reason(error))
+        raise SystemExit(1) from None
+
+
+def _reason(error: BaseException) -> str:
+    """The error's first line (a driver's names host and port, never the password), or its type
+    when it says nothing."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:MAX_REASON] if lines else type(error).__name__

@@ -1,5 +1,5 @@
 """Adapters the container builds on demand, importing their SDKs (litellm, httpx, tldextract,
-boto3) only then: a process that never asks for one does not pay its seconds and megabytes."""
+botocore) only then: a process that never asks for one does not pay its seconds and megabytes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from firmsift.adapters.llm.endpoint import is_local_api_base
+from firmsift.adapters.llm.client_choice import uses_direct_client
+from firmsift.adapters.llm.endpoint import OPENAI_API_BASE, OPENAI_KEY_VARIABLE, is_local_api_base
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from firmsift.adapters.search.searxng import SearxngSearch
     from firmsift.adapters.search.tavily import TavilySearch
     from firmsift.domain.site_signatures import Signatures
+    from firmsift.ports.economy import BatchProvider
     from firmsift.ports.providers import LLM, Pricing, Search
     from firmsift.ports.queue import ReplyPublisher, WorkQueue
     from firmsift.ports.resolver import Resolver
@@ -27,20 +29,30 @@ if TYPE_CHECKING:
 LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-required"
 
 
+def uses_direct_llm_client(settings: Settings) -> bool:
+    """Whether the configured model is served by the direct OpenAI-compatible client (no litellm
+    import in the process) rather than litellm (FIRMSIFT_LLM_CLIENT; client_choice.py)."""
+    return uses_direct_client(settings.llm_model, temperature=None, setting=settings.llm_client)  # no temperature set
+
+
 def make_llm(settings: Settings, clients: contextlib.AsyncExitStack) -> LLM:
-    """The LLM adapter of the settings. The HTTP client it reads answers through is made with it
-    and closed when `clients` closes (see Container.http_clients)."""
+    """The LLM adapter of the settings: the direct client for OpenAI's chat completions, litellm
+    for other providers (see uses_direct_llm_client). The HTTP client it reads answers through is
+    made with it and closed when `clients` closes (see Container.http_clients)."""
     # Imported here, not at the top: litellm costs seconds and ~120 MB, and the API never needs it.
-    from firmsift.adapters.llm.litellm_llm import LiteLLM
+    if uses_direct_llm_client(settings):
+        from firmsift.adapters.llm.openai_chat import OpenAIChat as Adapter
+    else:
+        from firmsift.adapters.llm.litellm_llm import LiteLLM as Adapter  # type: ignore[assignment]
 
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     if key is None and settings.llm_api_base and settings.llm_model.startswith("openai/"):
         # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs no key, but the
-        # OpenAI client refuses to send a request without one.
-        key = os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_PLACEHOLDER_KEY
+        # OpenAI client refuses to send a request without one (the direct client sends it too).
+        key = os.environ.get(OPENAI_KEY_VARIABLE) or LOCAL_SERVER_PLACEHOLDER_KEY
     # A local server keeps generating for a request its client gave up on: retrying a timeout
-    # there only queues the retry behind the abandoned work (see LiteLLM).
-    llm = LiteLLM(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
+    # there only queues the retry behind the abandoned work (see LadderedLLM).
+    llm = Adapter(settings.llm_model, api_base=settings.llm_api_base, api_key=key,
                   timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
                   response_format=settings.llm_response_format,
                   retry_timeouts=not is_local_api_base(settings.llm_api_base))
@@ -56,13 +68,63 @@ def make_pricing(overrides: dict[str, tuple[float, float]], unpriced: Collection
     return LitellmPricing(overrides, unpriced)
 
 
-def make_worker_pricing(settings: Settings) -> Pricing:
-    """The prices of the worker's model: the configured ones, else litellm's map, except that a
-    model on a local API base has no price unless configured (its cost is then unknown)."""
+def _configured_prices(settings: Settings) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """The configured model's prices (USD per million tokens) if set, and the models without a
+    price unless configured: the configured one when it runs on a local API base."""
     prices = settings.llm_prices
     local = is_local_api_base(settings.llm_api_base)
-    return make_pricing({} if prices is None else {settings.llm_model: prices},
-                        [settings.llm_model] if local else [])
+    return {} if prices is None else {settings.llm_model: prices}, [settings.llm_model] if local else []
+
+
+def make_worker_pricing(settings: Settings) -> Pricing:
+    """The prices of the worker's model: the configured ones, else litellm's map, except that a
+    model on a local API base has no price unless configured (its cost is then unknown). With the
+    direct client the map is read as a file (the same prices for OpenAI's chat models, checked by
+    the tests), so a worker that never asks litellm never imports it."""
+    if uses_direct_llm_client(settings):
+        return make_estimate_pricing(settings)
+    return make_pricing(*_configured_prices(settings))
+
+
+def make_estimate_pricing(settings: Settings) -> Pricing:
+    """The same prices for the API's dry run, read from litellm's price map file without
+    importing litellm (which would cost the API process ~200 MB)."""
+    from firmsift.adapters.llm.price_map import PriceMapPricing
+
+    return PriceMapPricing(*_configured_prices(settings))
+
+
+def make_batch_pricing(settings: Settings) -> Pricing:
+    """What the worker's model costs through the provider's batch API (economy mode); read from
+    the map file, as make_worker_pricing does, with the direct client."""
+    if uses_direct_llm_client(settings):
+        return make_estimate_batch_pricing(settings)
+    from firmsift.adapters.llm.price_map import BatchPricing
+    from firmsift.adapters.llm.pricing import LitellmPricing  # imports litellm
+
+    return BatchPricing(LitellmPricing(*_configured_prices(settings)), settings.economy_price_factor)
+
+
+def make_estimate_batch_pricing(settings: Settings) -> Pricing:
+    """The same for the API's dry run, without importing litellm."""
+    from firmsift.adapters.llm.price_map import BatchPricing, PriceMapPricing
+
+    return BatchPricing(PriceMapPricing(*_configured_prices(settings)), settings.economy_price_factor)
+
+
+def make_batch_provider(settings: Settings, clients: contextlib.AsyncExitStack) -> BatchProvider:
+    """OpenAI's Batch API at the LLM's API base (OpenAI's own by default), with the LLM's key,
+    asking the LLM's model; its HTTP client is closed when `clients` closes."""
+    from firmsift.adapters.llm.openai_batches import OpenAIBatches
+    from firmsift.adapters.llm.output_modes import modes_for
+
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else os.environ.get(OPENAI_KEY_VARIABLE)
+    batches = OpenAIBatches.opened(settings.llm_api_base or OPENAI_API_BASE, key, timeout=settings.llm_timeout,
+                                   model=settings.llm_model, max_tokens=settings.llm_max_tokens,
+                                   # No fallback within a batch: the most constrained format the setting allows.
+                                   mode=modes_for(settings.llm_response_format)[0])
+    clients.push_async_callback(batches.aclose)
+    return batches
 
 
 def make_searches(settings: Settings, clients: contextlib.AsyncExitStack,
@@ -125,9 +187,9 @@ def _search_adapter(settings: Settings, provider: str) -> SearxngSearch | Tavily
     raise ValueError(f"no search adapter named {provider!r}")  # Settings checked the names already
 
 
-# SQS adapters are imported only when the SQS backend is chosen: boto3 costs time and memory.
+# SQS adapters are imported only when the SQS backend is chosen: botocore costs time and memory.
 def open_sqs_client(settings: Settings) -> Iterator[object]:
-    """The boto3 SQS client, for the Resource provider: closed when the container's resources are shut down."""
+    """The SQS client, for the Resource provider: closed when the container's resources are shut down."""
     from firmsift.adapters.sqs.client import make_sqs_client
 
     client = make_sqs_client(endpoint_url=settings.sqs_endpoint_url, region=settings.aws_region)

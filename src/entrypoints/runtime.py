@@ -13,6 +13,7 @@ from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker.probe import worker_probe
 from firmsift.ports.database_errors import InvalidDatabaseUrl
+from firmsift.services.provider_batches import run_provider_batches
 
 
 def start_container(settings: Settings | None = None, *, migrate: bool = True) -> Container:
@@ -33,8 +34,9 @@ def start_container(settings: Settings | None = None, *, migrate: bool = True) -
 
 
 async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool = False) -> None:
-    """Run the container's worker until `stop` is set; the HTTP clients it opened are closed as it
-    ends. With `probe` and a configured port, also serve the worker's /healthz and /metrics."""
+    """Run the container's worker until `stop` is set, and its provider batch rounds (economy
+    mode) alongside; the HTTP clients it opened are closed as it ends. With `probe` and a
+    configured port, also serve the worker's /healthz and /metrics."""
     settings = container.settings()
     async with container.http_clients(), contextlib.AsyncExitStack() as stack:
         worker = container.worker()
@@ -43,7 +45,14 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
                 settings.worker_probe_host, settings.worker_probe_port, seconds_since_poll=worker.seconds_since_poll,
                 stale_after=settings.wait_time + settings.visibility_timeout, metrics=container.metrics().exposition,
             ))
-        await worker.run(stop)
+        rounds_stop = asyncio.Event()
+        rounds = asyncio.create_task(run_provider_batches(
+            container.provider_batch_dependencies(), rounds_stop, settings.economy_poll_seconds))
+        try:
+            await worker.run(stop)
+        finally:
+            rounds_stop.set()  # the rounds end with the worker, also when it fails
+            await rounds
 
 
 @contextlib.asynccontextmanager

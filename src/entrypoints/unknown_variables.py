@@ -15,7 +15,8 @@ OTHER_VARIABLES = {
     "FIRMSIFT_VENV": "./dev: where it creates the virtual environment",
     "FIRMSIFT_TEST_POSTGRES_URL": "tests: the PostgreSQL server to use",
     "FIRMSIFT_CHROMIUM": "tests: the Chromium that checks the evaluation report",
-    "FIRMSIFT_CHAOS_SEED": "tests: replays a chaos run of tests/e2e/test_faults_kill.py",
+    "FIRMSIFT_CHAOS_SEED": "tests: replays a chaos run of tests/e2e/test_faults_kill.py or test_classify_big_list.py",
+    "FIRMSIFT_BIG_LIST_ROWS": "tests: rows of tests/e2e/test_classify_big_list.py's list (20,000; 2,000 or more)",
     "FIRMSIFT_TEST_WORKERS": "./dev test: how many pytest-xdist processes run the suite",
 }
 

@@ -18,6 +18,9 @@ class BatchStore(Protocol):
 
     async def get_batch(self, batch_id: str) -> Batch | None: ...
 
+    async def owned_batches(self, owner: str, limit: int) -> list[Batch]:
+        """The owner's `limit` newest batches, newest first (the web app's list)."""
+
     async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
         """The batch's rejected rows, in input order."""
 
@@ -32,7 +35,10 @@ class BatchStore(Protocol):
 
     async def cancel(self, batch_id: str, at: datetime) -> int:
         """Mark the batch cancelled and fail (BATCH_CANCELLED) each of its jobs still PENDING, by
-        compare-and-set, so a job a worker has started runs on; returns how many were cancelled."""
+        compare-and-set, so a job a worker has started runs on; and fail (BATCH_CANCELLED_WAITING)
+        each RUNNING job waiting for the provider's batch API (economy mode): it stops waiting, and
+        a question it waited for that no other job waits for and that has not gone out is
+        forgotten, never paid for. Returns how many jobs were cancelled."""
 
     async def batch_of_job(self, job_id: str) -> Batch | None:
         """The batch a job was created for, or None for a job of POST /domains/classify."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from firmsift.domain.work_messages import OutgoingMessage
 
 MAX_BATCH = 10  # messages one receive may ask for: SQS's limit, which every queue adapter keeps
 
@@ -26,6 +29,11 @@ class WorkQueue(Protocol):
     async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
         """Publish durably and return the message id; a repeated dedup id within the
         window is accepted and ignored. Raises QueueUnavailable."""
+
+    async def send_many(self, messages: Sequence[OutgoingMessage]) -> None:
+        """Publish each message durably, in order, as `send` would one by one, in as few calls as
+        the queue allows (SQS: MAX_BATCH a call). Raises QueuePartlySent saying how many of the
+        first messages are sent for sure."""
 
     async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
         """Long-poll: return as soon as messages are available, or [] after wait_seconds.

@@ -6,7 +6,8 @@ from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Protocol
 
-from firmsift.domain.estimates import TokenHistory
+from firmsift.domain.budgets import JobPause
+from firmsift.domain.estimates import LatencyHistory, TokenHistory
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany
 
 
@@ -15,6 +16,10 @@ class JobRepository(Protocol):
         """Store a new job with its domains, every domain PENDING. If the job has an
         idempotency key its owner already used, store nothing and raise IdempotencyKeyTaken
         with that earlier job (atomically: of concurrent attempts, exactly one stores a job)."""
+
+    async def create_jobs(self, jobs: Collection[Job]) -> None:
+        """Store new jobs without an idempotency key, each as create_job would: all of them or,
+        when the store fails, none (one transaction)."""
 
     async def get_job(self, job_id: str) -> Job | None:
         """The job with its per-domain results, or None."""
@@ -26,7 +31,12 @@ class JobRepository(Protocol):
     async def set_job_status(self, job_id: str, status: JobStatus, error: str | None = None, *,
                              only_from: Collection[JobStatus] | None = None) -> bool:
         """Set the job's status and error. With `only_from`, only if its status is one of those,
-        decided atomically (a compare-and-set: of two racing writers one wins). True when set."""
+        decided atomically (a compare-and-set: of two racing writers one wins). True when set.
+        Any status set clears the job's pause."""
+
+    async def record_pause(self, job_id: str, pause: JobPause) -> None:
+        """Note why the job waits (a spend limit), if it is PENDING: GET shows it until the job's
+        status is next set."""
 
     async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
         """Record one domain's result in the job and, when given, upsert the cached answer on
@@ -56,6 +66,10 @@ class AnswerStore(Protocol):
 class AnswerHistory(Protocol):
     async def token_history(self, classifier: str) -> TokenHistory:
         """How many stored LLM answers of `classifier` report both token counts, and their averages."""
+
+    async def latency_history(self, classifier: str) -> LatencyHistory:
+        """The means of the latest (by answered_at) estimates.LATENCY_SAMPLES stored LLM answers of
+        `classifier` that stored their latency, and how many there were."""
 
 
 class KnownCompanies(Protocol):

@@ -13,13 +13,21 @@ from typing import TYPE_CHECKING, Any
 from firmsift.domain.batch_documents import accepted_batch_document
 from firmsift.domain.batches import Batch, BatchChunk, BatchPlan, BatchRow
 from firmsift.domain.clock import utc_now
-from firmsift.domain.estimates import DomainTally, estimate_document, estimated_tokens, tokens_per_question
+from firmsift.domain.economy import BatchMode, batch_mode
+from firmsift.domain.estimates import (
+    DomainTally,
+    WorkerPace,
+    estimate_document,
+    estimated_tokens,
+    tokens_per_question,
+)
 from firmsift.domain.freshness import PRECHECK_MAX_AGE, is_fresh
 from firmsift.domain.known_companies import known_company, with_parents
 from firmsift.domain.model import Classifier, Source
 from firmsift.services.batch_intake import SubmitBatch, check_batch_request
 
 if TYPE_CHECKING:
+    from firmsift.ports.human_answers import HumanAnswerStore
     from firmsift.ports.providers import Pricing
     from firmsift.ports.repository import AnswerHistory, AnswerStore, KnownCompanies
 
@@ -36,20 +44,23 @@ class BatchEstimator:
     answers: AnswerStore
     history: AnswerHistory
     pricing: Callable[[], Pricing]
+    batch_pricing: Callable[[], Pricing]  # economy mode's: the provider's batch API
     model: str
-    llm_concurrency: int
+    pace: WorkerPace
     job_size: int
     max_domains: int
     precheck: bool = True
     precheck_max_age: timedelta = PRECHECK_MAX_AGE
     now: Callable[[], datetime] = field(default=utc_now)
+    human: HumanAnswerStore | None = None  # people's corrections: counted first, as the worker uses them
 
     async def estimate(self, command: SubmitBatch) -> dict[str, Any]:
         """The batch's counts as POST /batches would answer them, where its domains would be answered
         from, and the expected LLM tokens, cost and time. Raises what submitting it would."""
         classifier = check_batch_request(command, self.catalog)
         now = self.now()
-        plan = BatchPlan(Batch(id=DRY_RUN_ID, classifier=classifier.name, created_at=now), command.rows,
+        mode = batch_mode(command.mode)
+        plan = BatchPlan(Batch(id=DRY_RUN_ID, classifier=classifier.name, created_at=now, mode=mode), command.rows,
                          read_domain=command.read_domain, job_size=self.job_size, max_domains=self.max_domains,
                          new_job_id=lambda: DRY_RUN_ID)
         tally = DomainTally()
@@ -60,23 +71,32 @@ class BatchEstimator:
             tally = await self._tally(tally, [domain for job in chunk.jobs for domain in job.domains], classifier, now)
         per_question = tokens_per_question(await self.history.token_history(classifier.name), classifier)
         tokens_in, tokens_out = estimated_tokens(tally, per_question)
-        cost = self.pricing().cost(self.model, tokens_in, tokens_out) if tally.new else 0.0
+        pricing = self.batch_pricing if mode is BatchMode.ECONOMY else self.pricing
+        cost = pricing().cost(self.model, tokens_in, tokens_out) if tally.new else 0.0
         counts = accepted_batch_document(plan.batch(), rejected)
         del counts["batch_id"]
-        return {"dry_run": True, **counts, **estimate_document(
+        estimate = estimate_document(
             tally, model=self.model, per_question=per_question, cost_usd=cost, precheck=self.precheck,
-            llm_concurrency=self.llm_concurrency)}
+            latency=await self.history.latency_history(classifier.name), pace=self.pace)
+        if mode is BatchMode.ECONOMY and tally.new:
+            estimate["llm"]["wall_time_seconds"] = None
+            estimate["llm"]["wall_time"] = "within 24 hours: economy mode asks through the provider's batch API"
+        return {"dry_run": True, **counts, **estimate}
 
     async def _tally(self, tally: DomainTally, domains: list[str], classifier: Classifier,
                      now: datetime) -> DomainTally:
-        """`tally` with `domains` added by the worker's order: known company, fresh answer, else new."""
+        """`tally` with `domains` added by the worker's order: human answer, known company, fresh
+        answer, else new."""
+        humans = await self.human.human_answers(domains, classifier.name) if self.human is not None else {}
         known = await self.known.find_known(with_parents(domains)) if classifier.uses_known_companies else {}
         cached = await self.answers.get_answers(domains, classifier.name)
-        counts = {"known": tally.known, "cached": tally.cached, "cached_precheck": tally.cached_precheck,
+        counts = {"human": tally.human, "known": tally.known, "cached": tally.cached, "cached_precheck": tally.cached_precheck,
                   "new": tally.new}
         for domain in domains:
             answer = cached.get(domain)
-            if known_company(domain, known) is not None:
+            if domain in humans:
+                counts["human"] += 1
+            elif known_company(domain, known) is not None:
                 counts["known"] += 1
             elif answer is not None and is_fresh(answer, now, classifier.prompt_version,
                                                  precheck_max_age=self.precheck_max_age):

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 
 from firmsift.domain.batches import Batch, BatchKeyTaken, BatchPlan, BatchRow, InputRow
 from firmsift.domain.clock import utc_now
-from firmsift.domain.errors import QueueUnavailable, UnknownClassifier
+from firmsift.domain.economy import BatchMode, batch_mode
+from firmsift.domain.errors import QueuePartlySent, QueueUnavailable, UnknownClassifier
 from firmsift.domain.idempotency import IdempotencyKeyReused, check_idempotency_key
 from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, JobStatus
 from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
-from firmsift.domain.work_messages import job_message
+from firmsift.domain.work_messages import OutgoingMessage, job_message
 from firmsift.services.submit import new_job_id
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class SubmitBatch:
     reply_queue: str | None = None
     caller: Caller = ANONYMOUS
     idempotency_key: str | None = None
+    mode: object = BatchMode.STANDARD.value  # as the caller named it (economy.batch_mode reads it)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ def check_batch_request(command: SubmitBatch, catalog: Mapping[str, Classifier])
     """The classifier, once the headers are known good: all that can be refused before the body is read."""
     check_reply_queue_allowed(check_reply_queue(command.reply_queue), command.caller.reply_queues)
     check_idempotency_key(command.idempotency_key)
+    batch_mode(command.mode)
     if not isinstance(command.classifier, str) or command.classifier not in catalog:
         raise UnknownClassifier(str(command.classifier), tuple(sorted(catalog)))
     return catalog[command.classifier]
@@ -72,7 +75,7 @@ async def submit_batch(command: SubmitBatch, *, catalog: Mapping[str, Classifier
     classifier = check_batch_request(command, catalog)
     batch = Batch(id=new_id(), classifier=classifier.name, created_at=now(), owner=command.caller.owner,
                   reply_queue=check_reply_queue(command.reply_queue), idempotency_key=command.idempotency_key,
-                  request_hash=command.request_hash, columns=command.columns)
+                  request_hash=command.request_hash, columns=command.columns, mode=batch_mode(command.mode))
     plan = BatchPlan(batch, command.rows, read_domain=command.read_domain, job_size=job_size,
                      max_domains=max_domains, new_job_id=new_id)
     try:
@@ -97,12 +100,15 @@ class RecordBatchThenPublish:
 
     async def accept(self, plan: BatchPlan) -> Batch:
         batch = await self.batches.record(plan)
-        for published, job_id in enumerate(plan.job_ids):
-            try:
-                await self.queue.send(job_message(job_id), group_id=job_id, dedup_id=job_id)
-            except (QueueUnavailable, asyncio.CancelledError):
-                await asyncio.shield(self._give_up(batch, plan.job_ids[published:]))
-                raise
+        messages = [OutgoingMessage(job_message(job_id), group_id=job_id, dedup_id=job_id) for job_id in plan.job_ids]
+        try:
+            await self.queue.send_many(messages)  # SQS: ten a call
+        except QueuePartlySent as stopped:
+            await asyncio.shield(self._give_up(batch, plan.job_ids[stopped.sent:]))
+            raise
+        except (QueueUnavailable, asyncio.CancelledError):
+            await asyncio.shield(self._give_up(batch, plan.job_ids))
+            raise
         return batch
 
     async def _give_up(self, batch: Batch, unpublished: list[str]) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from firmsift.ports.queue import ReplyPublisher
 
 log = logging.getLogger(__name__)
-RESULT_PAGE_ROWS = 1000
+RESULT_PAGE_ROWS = 5000  # rows read and written per step: fewer, larger queries and writes
 
 
 async def find_batch(batch_id: str, owner: str, batches: BatchStore) -> Batch:

@@ -4,6 +4,7 @@ when there is some (no search paid for twice), else what the search chain finds 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -28,11 +29,13 @@ class Gathered:
     provider: str | None  # the search provider that found it
     reused_from: str | None = None  # the classifier whose answer's evidence this is; None: searched now
     searched_at: datetime | None = None  # when reused evidence was searched
+    seconds: float | None = None  # how long gathering it took (the search, or the look-up of reused evidence)
 
     def mark(self, answer: Answer) -> Answer:
         """`answer` saying how its evidence was had."""
         return replace(answer, evidence_status=self.status, search_provider=self.provider,
-                       evidence_reused_from=self.reused_from, evidence_searched_at=self.searched_at)
+                       evidence_reused_from=self.reused_from, evidence_searched_at=self.searched_at,
+                       evidence_seconds=self.seconds)
 
 
 async def gather_evidence(domain: str, classifier: str, search: Search, answers: AnswerStore, *,
@@ -41,6 +44,13 @@ async def gather_evidence(domain: str, classifier: str, search: Search, answers:
     domain's most recently searched answer under another classifier within that age is reused
     as it was stored (evidence_use.may_lend_evidence says which answers lend it); otherwise the
     search chain is asked. A failed search is no error: the question goes without evidence."""
+    started = time.monotonic()
+    gathered = await _gather(domain, classifier, search, answers, reuse_age=reuse_age, now=now)
+    return replace(gathered, seconds=round(time.monotonic() - started, 3))
+
+
+async def _gather(domain: str, classifier: str, search: Search, answers: AnswerStore, *,
+                  reuse_age: timedelta | None, now: datetime) -> Gathered:
     if reuse_age is not None:
         lender = await answers.recent_evidence(domain, classifier, now - reuse_age)
         if lender is not None:

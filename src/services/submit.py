@@ -15,17 +15,20 @@ from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import (
     InvalidRequest,
     JobNotFound,
+    QueuePartlySent,
     QueueUnavailable,
     Rejection,
     TooManyDomains,
     UnknownClassifier,
 )
+from firmsift.domain.group_commit import GroupCommit
 from firmsift.domain.idempotency import IdempotencyKeyTaken, check_idempotency_key, replay
+from firmsift.domain.job_ids import TimeOrderedIds
 from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, Job, JobStatus
 from firmsift.domain.normalize import DomainList
 from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
-from firmsift.domain.work_messages import job_message
+from firmsift.domain.work_messages import OutgoingMessage, job_message
 
 if TYPE_CHECKING:
     from firmsift.ports.intake import JobIntake
@@ -35,6 +38,7 @@ log = logging.getLogger(__name__)
 # A request may list each allowed domain this many times over (duplicates, spellings of one name):
 # more entries than that are refused unread, so the work one request can ask for stays bounded.
 ENTRIES_PER_ALLOWED_DOMAIN = 10
+JOBS_PER_GROUP = 64  # jobs without a key recorded and published together, at most
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,8 @@ class Submission:
     replayed: bool = False
 
 
-def new_job_id() -> str:
-    return str(uuid.uuid4())
+# A job's (and a batch's) id: time-ordered, so a batch's jobs are appended to the indexes keyed by id.
+new_job_id = TimeOrderedIds()
 
 
 def parse_job_id(raw: str) -> str:
@@ -118,13 +122,21 @@ async def find_job(job_id: str, owner: str, jobs: JobRepository) -> Job:
 class RecordThenPublish:
     """The intake for a queue outside the database (SQS): write the row first, so a message never
     points at a missing job, then publish. If publishing fails the job is marked FAILED with the
-    reason and QueueUnavailable is raised: the caller gets a 503 and no job waits forever."""
+    reason and QueueUnavailable is raised: the caller gets a 503 and no job waits forever.
+    Jobs without an Idempotency-Key accepted at the same time are recorded in one transaction
+    and published in one batch call (per 10 messages on SQS) instead of one of each per job."""
 
     def __init__(self, jobs: JobRepository, queue: WorkQueue) -> None:
         self.jobs = jobs
         self.queue = queue
+        self._together = GroupCommit(self._record_then_publish, most=JOBS_PER_GROUP)
 
     async def accept(self, job: Job) -> None:
+        if job.idempotency_key is None:
+            await self._together.submit(job)
+            return
+        # A job with a key may collide with an earlier one: recorded alone, so the collision
+        # answers this job and no other.
         await self.jobs.create_job(job)
         try:
             await self.queue.send(job_message(job.id), group_id=job.id, dedup_id=job.id)
@@ -134,6 +146,22 @@ class RecordThenPublish:
             # FAILED and drops the message.) Shielded, so the cancellation cannot cut this short.
             await asyncio.shield(self._give_up(job, error))
             raise
+
+    async def _record_then_publish(self, jobs: list[Job]) -> list[BaseException | None] | None:
+        await self.jobs.create_jobs(jobs)  # a failure here fails every job of the group, none recorded
+        messages = [OutgoingMessage(job_message(job.id), group_id=job.id, dedup_id=job.id) for job in jobs]
+        try:
+            await self.queue.send_many(messages)
+        except (QueueUnavailable, asyncio.CancelledError) as error:
+            # The jobs whose messages are surely queued stand; the others are given up, as one
+            # job's would be (their messages may still land: the worker drops them).
+            sent = error.sent if isinstance(error, QueuePartlySent) else 0
+            for job in jobs[sent:]:
+                await asyncio.shield(self._give_up(job, error))
+            if isinstance(error, asyncio.CancelledError):
+                raise
+            return [None] * sent + [error] * (len(jobs) - sent)
+        return None
 
     async def _give_up(self, job: Job, error: BaseException) -> None:
         # The detail (queue URL, account, role) is for the operator's log, not for callers.

@@ -280,8 +280,33 @@ def test_classify_estimate_prints_the_dry_run_and_submits_nothing(tmp_path: Path
     assert lines[2] == "to pre-check 0, to ask the LLM at most 6 (fake-model)"  # tests turn the pre-check off
     assert lines[3].startswith("tokens ") and "prompt length" in lines[3]
     assert lines[4].startswith("cost 0.0") and lines[4].endswith(" USD")
+    assert lines[5].startswith("time unknown: no LLM answer of this classifier has stored its latency yet (LLM "
+                               "concurrency 8, 40 domains at once per worker)"), lines[5]
     assert arguments.returncode == 0 and arguments.stdout.startswith("rows 2: 1 domains, 1 duplicates, 0 rejected")
     assert both.returncode == 2 and "one of them" in both.stderr
     with sqlite3.connect(database) as conn:
         assert conn.execute("SELECT count(*) FROM batches").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM jobs").fetchone() == (0,)
+
+
+def test_db_commands_list_apply_undo_and_print_the_schema(tmp_path: Path) -> None:
+    env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'schema.db'}"}
+    listed = firmsift("db", "history", env=env)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0] == "0001 initial"
+    newest = listed.stdout.splitlines()[-1].split()[0]
+    sql = firmsift("db", "sql", "--dialect", "sqlite", env=env)
+    assert sql.returncode == 0 and "CREATE TABLE jobs" in sql.stdout
+    assert not (tmp_path / "schema.db").exists()  # neither needs a database, nor makes one
+    applied = firmsift("db", "upgrade", env=env)
+    assert applied.returncode == 0 and applied.stdout.startswith(f"applied {int(newest)} revision(s)\n  0001 initial")
+    assert firmsift("db", "current", env=env).stdout.strip() == newest
+    undone = firmsift("db", "downgrade", "0008", env=env)
+    assert undone.returncode == 0 and "undid" in undone.stdout and "  0009 budgets" in undone.stdout
+    assert firmsift("db", "current", env=env).stdout.strip() == "0008"
+    again = firmsift("db", "upgrade", env=env)
+    assert again.stdout.splitlines()[1] == "  0009 budgets"
+    for args in (["db", "downgrade", "9999"], ["db", "sql", "--from", "nope"]):
+        unknown = firmsift(*args, env=env)
+        assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+        assert unknown.stderr.strip().endswith("(`firmsift db history` lists the revisions)"), unknown.stderr
+    assert firmsift("db", "current", env=env).stdout.strip() == newest  # nothing undone

@@ -93,14 +93,14 @@ def dev_test(venv: Path, *args: str, **env: str) -> tuple[subprocess.CompletedPr
 def test_the_suite_runs_on_four_xdist_processes_after_the_layer_contracts(tmp_path: Path) -> None:
     done, calls = dev_test(installed_venv(tmp_path), "-q", "tests/e2e")
     assert done.returncode == 0, done.stderr
-    assert calls == ["lint-imports", "-m pytest -n 4 --dist worksteal -q tests/e2e"]
+    assert calls == ["lint-imports", "-m pytest -n 4 --dist worksteal --durations=30 -q tests/e2e"]
 
 
 @pytest.mark.parametrize(("workers", "expected"), [("2", "-n 2"), ("0", "-n 0"), ("12", "-n 12")])
 def test_firmsift_test_workers_sets_the_process_count(tmp_path: Path, workers: str, expected: str) -> None:
     done, calls = dev_test(installed_venv(tmp_path), FIRMSIFT_TEST_WORKERS=workers)
     assert done.returncode == 0, done.stderr
-    assert calls == ["lint-imports", f"-m pytest {expected} --dist worksteal"]
+    assert calls == ["lint-imports", f"-m pytest {expected} --dist worksteal --durations=30"]
 
 
 @pytest.mark.parametrize("workers", ["four", "-1", "2 -x", "3.5"])

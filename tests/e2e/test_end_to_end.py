@@ -146,11 +146,38 @@ def test_api_process_never_imports_litellm_or_the_search_clients(tmp_path: Path)
         "from firmsift.entrypoints.cli import commands\n"
         "from firmsift.entrypoints.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
-        f"start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')).api()\n"
+        f"app = start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')).api()\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
         "assert 'httpx' not in sys.modules, 'httpx imported'\n"
         "assert 'tldextract' not in sys.modules, 'tldextract imported'\n"
+        "assert 'selectolax' not in sys.modules, 'selectolax imported'\n"
+        "assert 'jinja2' not in sys.modules, 'jinja2 imported before the web app served a page'\n"
+        # A dry run prices its LLM questions from litellm's price map file, not through litellm.
+        "from starlette.testclient import TestClient\n"
+        "with TestClient(app) as client:\n"
+        "    estimate = client.post('/batches?dry_run=true', json={'classifier': 'cpg', 'domains': ['a.com']}).json()\n"
+        "assert estimate['to_ask'] == 1 and estimate['llm']['cost_usd'] > 0, estimate\n"
+        "assert 'litellm' not in sys.modules, 'litellm imported by a dry run'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_classify_and_help_never_import_the_service(tmp_path: Path) -> None:
+    # `firmsift classify` is an HTTP client and `--help` prints text: neither loads SQLAlchemy and
+    # the adapters (the container, ~1 s of CPU per run). A classify against a closed port fails
+    # with exit 1 after its retries, having imported only what a client needs.
+    code = (
+        "import sys\n"
+        "from firmsift.entrypoints.cli.main import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit as stop:\n"
+        "    assert stop.code == 0, stop.code\n"
+        f"assert main(['classify', '--api', 'http://127.0.0.1:9', '--retry-delay', '0.01', 'a.com']) == 1\n"
+        "heavy = sorted(m for m in ('sqlalchemy', 'firmsift.entrypoints.container', 'litellm') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

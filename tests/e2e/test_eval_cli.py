@@ -222,6 +222,7 @@ def test_bad_inputs_exit_2_naming_every_problem(env: dict[str, str], tmp_path: P
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.long(75)
 def test_an_interrupted_recording_resumes_where_it_stopped(env: dict[str, str], tmp_path: Path,
                                                            search: FakeSearchServer) -> None:
     evaluate(env, tmp_path, "--record", "--limit", "3", "--no-cache")  # as if killed after three domains
@@ -244,6 +245,7 @@ def test_a_candidate_with_its_own_server_never_gets_the_settings_keys(env: dict[
     assert sent == {"Bearer no-key-required"}
 
 
+@pytest.mark.long(65)
 def test_known_companies_are_used_only_when_asked(env: dict[str, str], tmp_path: Path, llm: FakeLLMServer) -> None:
     known = tmp_path / "known.csv"
     known.write_text("domain,name\nalpha-snacks.com,Alpha Snacks\n")

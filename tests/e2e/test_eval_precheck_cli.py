@@ -89,6 +89,7 @@ def asked(llm: FakeLLMServer, since: int = 0) -> set[str]:
     return {d for d in labelled for r in llm.requests[since:] if f"Domain: {d}" in json.dumps(r.body)}
 
 
+@pytest.mark.long(100)
 def test_ended_domains_are_reported_apart_recorded_and_replayed(env: dict[str, str], tmp_path: Path,
                                                                 llm: FakeLLMServer, dns: LoopbackDns,
                                                                 sites: SiteServer) -> None:

@@ -7,6 +7,7 @@ kill schedule."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -112,15 +113,22 @@ class Stack:
         return key, process
 
 
-@pytest.fixture
-def fakes() -> Iterator[tuple[RecordingLLM, FakeSearchServer]]:
-    llm = RecordingLLM(LLM_DELAY)
+@contextlib.contextmanager
+def running_fakes(delay: float) -> Iterator[tuple[RecordingLLM, FakeSearchServer]]:
+    """A recording LLM answering after `delay` seconds and a fake search server, both running."""
+    llm = RecordingLLM(delay)
     llm.server.start()
     try:
         with FakeSearchServer() as search:
             yield llm, search
     finally:
         llm.server.stop()
+
+
+@pytest.fixture
+def fakes() -> Iterator[tuple[RecordingLLM, FakeSearchServer]]:
+    with running_fakes(LLM_DELAY) as both:
+        yield both
 
 
 def provider_env(llm: RecordingLLM, search: FakeSearchServer) -> dict[str, str]:
@@ -354,11 +362,13 @@ def chaos(stack: Stack, *, backend: str, jobs: int, domains_per_job: int, worker
     return figures
 
 
+@pytest.mark.long(55)
 def test_kill_9_chaos_on_the_embedded_default(embedded: Stack) -> None:
     """100 jobs x 4 domains on 3 workers sharing one SQLite file; 5 random kill -9s."""
     chaos(embedded, backend="sqlite", jobs=100, domains_per_job=4, workers=3, kills=5, timeout=120)
 
 
+@pytest.mark.long(55)
 def test_kill_9_chaos_on_postgresql_and_sqs(production: Stack) -> None:
     """50 jobs x 4 domains on 3 workers on PostgreSQL and SQS; 3 random kill -9s."""
     chaos(production, backend="postgresql+sqs", jobs=50, domains_per_job=4, workers=3, kills=3, timeout=120)

@@ -3,7 +3,6 @@ and migration 7 on a database whose rows were written before costs were recorded
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,13 +12,10 @@ from sqlalchemy import text
 
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
-from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.store import SqlStore
-from firmsift.domain.estimates import TokenHistory
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, ResultStatus, Source
 from tests.support.databases import SQL_BACKENDS, migrated_engine
-from tests.support.postgres import postgres_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
@@ -74,16 +70,8 @@ async def test_a_repeated_answer_overwrites_its_cost(store) -> None:
 
 @pytest.mark.parametrize("backend", SQL_BACKENDS)
 async def test_rows_stored_before_migration_7_read_as_unknown_cost(
-        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with contextlib.ExitStack() as stack:
-        if backend == "postgresql":
-            engine = stack.enter_context(postgres_engine(migrate=False))
-        else:
-            engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-            stack.callback(engine.dispose)
-        with monkeypatch.context() as before:
-            before.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 7))
-            migrations.upgrade(engine)
+        backend: str, tmp_path: Path) -> None:
+    with migrated_engine(backend, tmp_path, to="0006") as engine:
         with engine.begin() as conn:
             conn.execute(text("INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, "
                               "evidence, answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 4, 'old', '[]', 0)"))
@@ -91,7 +79,7 @@ async def test_rows_stored_before_migration_7_read_as_unknown_cost(
                               "VALUES ('j1', 'cpg', 'DONE', 0, 0)"))
             conn.execute(text("INSERT INTO job_domains (job_id, position, domain, status, source, answer, confidence) "
                               "VALUES ('j1', 0, 'a.com', 'DONE', 'llm', TRUE, 4)"))
-        later = [m.name for m in migrations.MIGRATIONS if m.version >= 7]
+        later = [m.name for m in migrations.history() if m.version >= 7]
         assert [m.name for m in migrations.upgrade(engine)] == later and later[0] == "answer_cost"
         store = SqlStore(engine)
         old = (await store.get_answers(["a.com"], "cpg"))["a.com"]
@@ -100,18 +88,3 @@ async def test_rows_stored_before_migration_7_read_as_unknown_cost(
         assert job.result_for("a.com").cost_usd is None and job.result_for("a.com").answer_cost_usd is None
         assert job_document(job)["total"] == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
                                               "cost_unknown_domains": 1}
-
-
-async def test_the_token_history_averages_the_llm_answers_that_report_both_counts(store) -> None:
-    await store.create_job(Job(id="j1", classifier="cpg", status=JobStatus.PENDING, created_at=NOW,
-                               domains=("a.com", "b.com", "c.com", "d.com", "e.com")))
-    precheck = Answer(domain="e.com", classifier="cpg", status=ResultStatus.DONE, answered_at=NOW,
-                      source=Source.PRECHECK, site_status="no_dns")
-    other = Answer(domain="a.com", classifier="other", status=ResultStatus.DONE, answered_at=NOW, source=Source.LLM,
-                   answer=True, confidence=5, tokens_in=9999, tokens_out=9999)
-    for item in (answer("a.com", 1000, 80, 0.1), answer("b.com", 1003, 90, None), answer("c.com", None, 90, None),
-                 answer("d.com", 1000, None, None), precheck, other):
-        await store.save_result("j1", DomainResult.from_answer(item, item.source), item)
-    history = await store.token_history("cpg")
-    assert (history.answers, history.tokens_in, history.tokens_out) == (2, 1001.5, 85.0)
-    assert await store.token_history("none") == TokenHistory()

@@ -15,7 +15,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey, digest_of
-from firmsift.entrypoints.cli import commands
+from firmsift.entrypoints.cli import serve_command
+from firmsift.entrypoints.cli.classify_command import run_classify
+from firmsift.entrypoints.cli.command_errors import CommandError
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli.main import build_parser
 from firmsift.entrypoints.runtime import start_container
@@ -158,8 +160,8 @@ def test_serve_passes_the_header_limit_to_uvicorn(container, monkeypatch: pytest
 
     seen: dict[str, object] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: seen.update(options))
-    assert commands.serve(container, "127.0.0.1", 0, with_worker=False) == commands.EXIT_OK
-    assert seen["h11_max_incomplete_event_size"] == 4096 + commands.REQUEST_LINE_ROOM
+    assert serve_command.serve(container, "127.0.0.1", 0, with_worker=False) == serve_command.EXIT_OK
+    assert seen["h11_max_incomplete_event_size"] == 4096 + serve_command.REQUEST_LINE_ROOM
 
 
 def firmsift(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -239,8 +241,8 @@ def test_classify_sends_the_key_from_the_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(httpx, "Client", lambda **options: real_client(transport=httpx.MockTransport(refuse), **options))
     monkeypatch.setenv("FIRMSIFT_API_KEY", "fs_from_env")
     args = build_parser().parse_args(["classify", "a.com"])
-    with pytest.raises(commands.CommandError, match="401"):
-        commands.classify(args)
+    with pytest.raises(CommandError, match="401"):
+        run_classify(args)
     assert sent == ["Bearer fs_from_env"]
 
 

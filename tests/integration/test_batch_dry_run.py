@@ -52,13 +52,14 @@ def key(container) -> dict[str, str]:
 
 
 def answer(domain: str, prompt_version: str, *, source: Source = Source.LLM, age_days: float = 1,
-           tokens: tuple[int, int] | None = None) -> Answer:
+           tokens: tuple[int, int] | None = None, llm_seconds: float | None = None) -> Answer:
     llm = source is Source.LLM
     return Answer(domain=domain, classifier="cpg", status=ResultStatus.DONE, source=source,
                   answered_at=utc_now() - timedelta(days=age_days), answer=False if llm else None,
                   confidence=5 if llm else None, reason="seen", prompt_version=prompt_version if llm else None,
                   tokens_in=tokens[0] if tokens else None, tokens_out=tokens[1] if tokens else None,
-                  site_status=None if llm else "no_dns")
+                  site_status=None if llm else "no_dns", llm_seconds=llm_seconds,
+                  evidence_seconds=None if llm_seconds is None else 1.0)
 
 
 def store_answers(container, *stored: Answer) -> None:
@@ -120,7 +121,34 @@ def test_tokens_come_from_the_prompt_until_enough_answers_report_theirs(client: 
     # FIRMSIFT_LLM_*_COST_PER_MILLION: 1 USD per million in, 4 out.
     assert second["cost_usd"] == pytest.approx((3003 * 1.0 + 300 * 4.0) / 1e6)
     assert (second["cost"], second["model"], second["concurrency"]) == ("known", "test-model", 8)
-    assert second["wall_time"].startswith("unknown")
+    assert second["wall_time"].startswith("unknown") and second["wall_time_seconds"] is None
+
+
+def test_the_wall_time_comes_from_the_stored_latencies_at_the_configured_pace(tmp_path: Path) -> None:
+    container = start_container(Settings(
+        database_url=f"sqlite:///{tmp_path / 'pace.db'}", auth="off", rate_limit_per_minute=0,
+        llm_input_cost_per_million=1.0, llm_output_cost_per_million=1.0, llm_concurrency=2, worker_jobs=1,
+        domain_concurrency=10, max_domains_per_job=4))
+    try:
+        version = container.catalog()["cpg"].prompt_version
+        store_answers(container, *(answer(f"seen{i}.com", version, llm_seconds=3.0 + i % 2) for i in range(10)))
+        with TestClient(container.api(), raise_server_exceptions=False) as client:
+            llm = dry_run(client, {}, [f"new{i}.com" for i in range(100)]).json()["llm"]
+            # 100 × 3.5 s over 2 LLM slots: 175 s; 100 × 4.5 s over 4 domains at once (one job of 4): 112.5 s.
+            assert (llm["wall_time_seconds"], llm["concurrency"], llm["domains_at_once"]) == (175.0, 2, 4)
+            assert llm["wall_time"].startswith("about 2 min 55 s for one worker (mean of the latest 10 answers")
+            assert llm["requests_per_minute"] is None
+    finally:
+        container.engine().dispose()
+    limited = start_container(Settings(
+        database_url=f"sqlite:///{tmp_path / 'pace.db'}", auth="off", rate_limit_per_minute=0,
+        llm_input_cost_per_million=1.0, llm_output_cost_per_million=1.0, llm_requests_per_minute=20))
+    try:
+        with TestClient(limited.api(), raise_server_exceptions=False) as client:
+            llm = dry_run(client, {}, [f"new{i}.com" for i in range(100)]).json()["llm"]
+            assert (llm["wall_time_seconds"], llm["requests_per_minute"]) == (300.0, 20)  # 100 requests at 20 a minute
+    finally:
+        limited.engine().dispose()
 
 
 def test_an_unpriced_model_says_its_cost_is_unknown(tmp_path: Path) -> None:
@@ -154,11 +182,27 @@ def test_a_bad_dry_run_value_is_refused(client: TestClient, key) -> None:
 
 
 def test_the_dry_run_and_the_progress_match_their_openapi_schemas(client: TestClient, key) -> None:
-    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    document = client.get("/openapi.json").json()
     estimate = dry_run(client, key, ["a.com", "a.com", "10.0.0.1"]).json()
-    jsonschema.validate(estimate, schemas["BatchEstimate"])
+    jsonschema.validate(estimate, {**document, "$ref": "#/components/schemas/BatchEstimate"})
     accepted = client.post("/batches", content=json.dumps({"classifier": "cpg", "domains": ["a.com"]}),
                            headers={"content-type": "application/json", **key}).json()
-    jsonschema.validate(client.get(f"/batches/{accepted['batch_id']}", headers=key).json(), schemas["BatchProgress"])
-    parameters = client.get("/openapi.json").json()["paths"]["/batches"]["post"]["parameters"]
+    jsonschema.validate(client.get(f"/batches/{accepted['batch_id']}", headers=key).json(),
+                        {**document, "$ref": "#/components/schemas/BatchProgress"})
+    parameters = document["paths"]["/batches"]["post"]["parameters"]
     assert "dry_run" in [parameter["name"] for parameter in parameters]
+
+
+def test_an_economy_dry_run_is_priced_at_the_batch_price(client: TestClient, key) -> None:
+    domains = ["a.com", "b.com"]
+    standard = dry_run(client, key, domains).json()
+    economy = client.post("/batches?dry_run=true", content=json.dumps({"classifier": "cpg", "domains": domains,
+                                                                      "mode": "economy"}),
+                          headers={"content-type": "application/json", **key}).json()
+    assert (standard["mode"], economy["mode"]) == ("standard", "economy")
+    # FIRMSIFT_ECONOMY_PRICE_FACTOR (0.5) of the configured price: litellm has no batch price for it.
+    assert economy["llm"]["cost_usd"] == pytest.approx(standard["llm"]["cost_usd"] / 2)
+    assert economy["llm"]["wall_time"].startswith("within 24 hours")
+    refused = client.post("/batches?dry_run=true&mode=cheap", content=json.dumps({"domains": domains}),
+                          headers={"content-type": "application/json", **key})
+    assert refused.status_code == 422 and "'mode' must be one of standard, economy" in refused.text

@@ -66,8 +66,8 @@ def test_a_json_batch_is_accepted_split_into_jobs_and_queued(client: TestClient,
     response = post_json(client, key, ["a.com", "https://www.A.com/", "10.0.0.1", *[f"d{i}.com" for i in range(12)]])
     assert response.status_code == 202, response.text
     body = response.json()
-    assert set(body) == {"batch_id", "classifier", "total", "accepted", "duplicates", "rejected"}
-    assert (body["total"], body["accepted"], body["duplicates"]) == (15, 13, 1)
+    assert set(body) == {"batch_id", "classifier", "mode", "total", "accepted", "duplicates", "rejected"}
+    assert (body["total"], body["accepted"], body["duplicates"], body["mode"]) == (15, 13, 1, "standard")
     assert body["rejected"] == [{"index": 2, "reason": "is an IP address, not a host name"}]
     assert response.headers["location"] == f"/batches/{body['batch_id']}"
     # 13 domains in jobs of FIRMSIFT_MAX_DOMAINS_PER_JOB (10): two jobs, two messages.
@@ -149,6 +149,13 @@ def test_a_json_batch_is_read_by_the_rules_of_every_json_body(client: TestClient
     response = client.post("/batches", content=body, headers={**key, "content-type": "application/json"})
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == "malformed_json" and why in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("mode", [None, 1, ["economy"], "cheap"])
+def test_a_mode_that_is_not_standard_or_economy_is_422(client: TestClient, key, mode: object) -> None:
+    response = client.post("/batches", json={"domains": ["a.com"], "mode": mode}, headers=key)
+    assert response.status_code == 422, response.text
+    assert "mode" in response.json()["error"]["message"]
 
 
 def test_other_keys_batches_are_not_found(client: TestClient, container, key) -> None:

@@ -19,11 +19,13 @@ from firmsift.adapters.sql.batch_intake import SqlBatchIntake
 from firmsift.adapters.sql.batches import SqlBatches
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
+from firmsift.domain.batch_results import NO_RESULT, json_line, shown_result
 from firmsift.domain.batches import Batch, BatchKeyTaken, BatchPlan, InputRow
 from firmsift.domain.errors import TooManyDomains
-from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
+from firmsift.domain.model import Answer, DomainResult, Evidence, JobStatus, QuoteStatus, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
 from firmsift.domain.spend import Spend, total_spend
+from firmsift.ports.database_errors import DatabaseFailure
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
@@ -107,6 +109,80 @@ async def test_progress_counts_domains_by_state_and_source(batches) -> None:
     assert first.state == "DONE" and first.result is not None and first.result.answer is True
 
 
+async def test_a_batch_job_reads_as_a_job_its_domains_pending_until_answered_and_answered_again(batches) -> None:
+    # (The SQL stores write a batch job's job_domains row with its first result, migration 17.)
+    await batches.record(plan(VALUES))
+    jobs = batches.store
+    job = await jobs.get_job("b1-job0")
+    assert job.domains == ("a.com", "b.com") and job.results == (DomainResult("a.com"), DomainResult("b.com"))
+    await jobs.set_job_status("b1-job0", JobStatus.RUNNING)
+    assert await jobs.save_result("b1-job0", DomainResult(domain="b.com", status=ResultStatus.FAILED,
+                                                          source=Source.LLM, error="unreadable"), None)
+    redelivered = DomainResult(domain="b.com", status=ResultStatus.DONE, answer=True, confidence=4, source=Source.LLM)
+    assert await jobs.save_result("b1-job0", redelivered, None)
+    job = await jobs.get_job("b1-job0")
+    assert job.domains == ("a.com", "b.com") and job.results[0] == DomainResult("a.com")
+    assert (job.results[1].status, job.results[1].answer, job.results[1].error) == (ResultStatus.DONE, True, None)
+    counts = await batches.counts("b1")
+    assert (counts.done, counts.failed, counts.pending, counts.by_source) == (1, 0, 2, {"llm": 1})
+    await jobs.set_job_status("b1-job0", JobStatus.DONE)
+    assert not await jobs.save_result("b1-job0", DomainResult(domain="a.com", status=ResultStatus.DONE), None)
+    assert (await jobs.get_job("b1-job0")).results[0] == DomainResult("a.com")  # a finished job takes no more
+    states = [r.state for r in await batches.result_page("b1", after=-1, limit=10)]
+    assert states == ["FAILED", "DONE", None, "FAILED", "PENDING", None]
+
+
+async def test_a_result_page_shows_every_field_of_a_result_as_a_job_document_does(batches) -> None:
+    await batches.record(plan(["a.com", "b.com"]))
+    result = DomainResult(
+        domain="a.com", status=ResultStatus.DONE, answer=True, confidence=5, reason="Makes soap", source=Source.LLM,
+        evidence=(Evidence("https://a.com/é", "Soap “co”", "snippet"), Evidence("https://b.org")),
+        evidence_status="found", search_provider="searxng", quote="soap", quote_status=QuoteStatus.VERIFIED,
+        tokens_in=1000, tokens_out=100, cost_usd=0.1, answer_tokens_in=900, answer_tokens_out=90, answer_cost_usd=0.09,
+        site_status="ok", redirected_to="c.com", redirected_answer=False, evidence_reused_from="other",
+        evidence_searched_at=NOW - timedelta(days=1, microseconds=5))
+    await batches.store.set_job_status("b1-job0", JobStatus.RUNNING)
+    await batches.store.save_result("b1-job0", result, None)
+    done, pending = await batches.result_page("b1", after=-1, limit=2)
+    assert done.result == shown_result(result) and done.state == "DONE"
+    assert pending.result == shown_result(DomainResult("b.com")) and pending.state == "PENDING"
+
+
+async def test_a_sql_store_shows_each_unanswered_domain_as_the_one_shared_no_result(engine) -> None:
+    # The result lines write NO_RESULT itself from one text made once: every unanswered row must be it.
+    batches = SqlBatches(SqlStore(engine))
+    await batches.record(plan(VALUES))
+    await batches.store.set_job_status("b1-job0", JobStatus.RUNNING)
+    await batches.store.save_result("b1-job0", DomainResult(domain="a.com", status=ResultStatus.DONE, answer=True,
+                                                            confidence=5, source=Source.LLM), None)
+    await batches.store.set_job_status("b1-job1", JobStatus.FAILED, error="dead-lettered")
+    page = await batches.result_page("b1", after=-1, limit=10)
+    assert [r.state for r in page] == ["DONE", "PENDING", None, "DONE", "FAILED", None]
+    assert [r.result is NO_RESULT for r in page] == [False, True, False, False, True, False]
+    assert page[4].job_error == "dead-lettered"
+    assert json.loads(json_line(plan(VALUES).batch(), page[4]))["error"] == "dead-lettered"
+
+
+async def test_rows_are_written_and_read_back_exactly_whatever_their_characters(engine) -> None:
+    # PostgreSQL writes them by COPY, whose text format escapes tabs, newlines and backslashes.
+    batches = SqlBatches(SqlStore(engine))
+    values = ["a\tb.com", "back\\slash.com", "line\nbreak", "ü.com", 'quote".com', "", 3.5, None, ["x", {"k": "\r"}]]
+    rows = (InputRow(i, None, json.dumps(v, ensure_ascii=False), v) for i, v in enumerate(values))
+    await batches.record(BatchPlan(Batch(id="b1", classifier="cpg", created_at=NOW, owner="key_a"), rows,
+                                   read_domain=normalize_domain, job_size=2, max_domains=100,
+                                   new_job_id=iter(f"job{i}" for i in itertools.count()).__next__))
+    page = await batches.result_page("b1", after=-1, limit=20)
+    assert [json.loads(r.row.original) for r in page] == values
+    assert page[3].row.domain == "xn--tda.com" and page[3].state == "PENDING"
+
+
+async def test_a_driver_error_reading_a_page_leaves_as_the_ports_database_failure(engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE batch_rows"))
+    with pytest.raises(DatabaseFailure, match="batch_rows"):
+        await SqlBatches(SqlStore(engine)).result_page("b1", after=-1, limit=2)
+
+
 async def test_cancel_fails_only_jobs_not_started(batches) -> None:
     await batches.record(plan(VALUES))
     await batches.store.set_job_status("b1-job0", JobStatus.RUNNING)
@@ -170,3 +246,15 @@ async def test_a_batch_spend_adds_up_its_jobs_finished_results_as_a_job_total_do
 async def test_a_batch_with_nothing_finished_has_spent_nothing(batches) -> None:
     await batches.record(plan(["a.com"]))
     assert (await batches.counts("b1")).spend == Spend()
+
+
+async def test_an_owners_batches_are_listed_newest_first_without_anyone_elses(batches) -> None:
+    for number, owner in enumerate(["key_a", "key_b", "key_a", "key_a"]):
+        batch = Batch(id=f"b{number}", classifier="cpg", created_at=NOW + timedelta(minutes=number), owner=owner,
+                      request_hash="h")
+        await batches.record(BatchPlan(batch, iter([InputRow(0, None, '"a.com"', "a.com")]),
+                                       read_domain=normalize_domain, job_size=2, max_domains=10,
+                                       new_job_id=lambda number=number: f"b{number}-job"))
+    assert [b.id for b in await batches.owned_batches("key_a", limit=2)] == ["b3", "b2"]
+    assert [b.id for b in await batches.owned_batches("key_b", limit=10)] == ["b1"]
+    assert await batches.owned_batches("key_c", limit=10) == []

@@ -8,10 +8,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import anyio
+import jsonschema
 import pytest
 from starlette.testclient import TestClient
 
-from firmsift.domain.budgets import window_of
+from firmsift.domain.budgets import BudgetExhausted, JobPause, window_of
 from firmsift.domain.keys import IssuedKey
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
 from firmsift.entrypoints.runtime import start_container
@@ -84,7 +85,7 @@ def test_a_key_over_its_daily_limit_gets_429_on_both_intake_routes_and_others_do
         assert classify(client, free).status_code == 202
         assert batch(client, free).status_code == 202
         document = client.get("/openapi.json").json()
-    described = document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]
+    described = document["components"]["schemas"]["ErrorObject"]["properties"]
     assert set(classify_error) <= set(described)
     for path in ("/domains/classify", "/batches"):
         assert "budget_exhausted" in document["paths"][path]["post"]["responses"]["429"]["description"]
@@ -122,3 +123,32 @@ def test_the_global_limit_refuses_every_key(tmp_path: Path) -> None:
             assert "global daily spend limit" in batch(client, first).json()["error"]["message"]
     finally:
         container.engine().dispose()
+
+
+def test_get_of_a_paused_job_and_of_its_batch_says_why_and_until_when(container) -> None:
+    key = new_key(container, "team", 5)
+    store = container.store()
+    paused_at = datetime.now(timezone.utc)
+    pause = JobPause.of(BudgetExhausted("key", 5, 5.5, window_of(paused_at), paused_at), paused_at, 300)
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        job_id = classify(client, key).json()["job_id"]
+        batch_id = batch(client, key).json()["batch_id"]
+        batch_jobs = anyio.run(lambda: container.batches().result_page(batch_id, after=-1, limit=10))
+        for paused_id in (job_id, batch_jobs[0].row.job_id):
+            anyio.run(lambda paused_id=paused_id: store.record_pause(paused_id, pause))  # as the worker does
+        document = client.get(f"/domains/classify/{job_id}", headers=bearer(key)).json()
+        progress = client.get(f"/batches/{batch_id}", headers=bearer(key)).json()
+        openapi = client.get("/openapi.json").json()
+    assert document["status"] == "PENDING"
+    assert (document["paused"]["limit"], document["paused"]["limit_usd"], document["paused"]["spent_usd"]) == (
+        "key", 5, 5.5)
+    assert document["paused"]["resets_at"] == window_of(paused_at).resets_at.isoformat()
+    assert document["paused"]["next_check_at"] == (paused_at + timedelta(seconds=min(300, pause_seconds(paused_at)))
+                                                   ).isoformat()
+    assert progress["status"] == "RUNNING" and progress["paused"] == {**document["paused"], "jobs": 1}
+    for instance, name in ((document, "Job"), (progress, "BatchProgress")):
+        jsonschema.validate(instance, {**openapi, "$ref": f"#/components/schemas/{name}"})
+
+
+def pause_seconds(now: datetime) -> int:
+    return window_of(now).seconds_left(now)

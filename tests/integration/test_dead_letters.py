@@ -15,7 +15,8 @@ from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.queue import InMemoryReplyPublisher
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.migrations import upgrade
-from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Completion, Job, JobStatus

@@ -103,15 +103,12 @@ async def test_reuse_fields_round_trip_on_answers_and_results(store) -> None:
 async def test_migration_10_applies_over_stored_rows_and_old_answers_lend_their_evidence(
         backend: str, tmp_path: Path) -> None:
     with migrated_engine(backend, tmp_path) as engine:
-        with engine.begin() as conn:  # undo migration 10, as a database from before it
-            for table in ("answers", "job_domains"):
-                for column in ("evidence_reused_from", "evidence_searched_at"):
-                    conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
-            conn.execute(text("DELETE FROM schema_migrations WHERE version = 10"))
+        migrations.downgrade(engine, "0009")  # a database from before revision 10
+        with engine.begin() as conn:
             conn.execute(text("INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, "
                               "evidence, answered_at, evidence_status) VALUES ('a.com', 'b2b', 'DONE', 'llm', TRUE, 4, "
                               "'old', '[{\"url\": \"https://a.com/\", \"title\": \"A\", \"snippet\": \"s\"}]', "
                               f"{(NOW - timedelta(days=2)).timestamp()}, 'found')"))
-        assert [m.version for m in migrations.upgrade(engine)] == [10]
+        assert [m.version for m in migrations.upgrade(engine)][0] == 10
         lent = await SqlStore(engine).recent_evidence("a.com", "cpg", SINCE)
         assert lent is not None and lent.classifier == "b2b" and lent.evidence_reused_from is None

@@ -327,7 +327,7 @@ def test_the_document_says_what_the_api_refuses_about_domains(client: TestClient
     # {"domains": [""]} was schema-valid but refused; more than 100 entries (10 unique by default) are 413.
     assert domains["items"] == {"type": "string", "minLength": 1}
     assert (domains["minItems"], domains["maxItems"]) == (1, 100)
-    error = schemas["Error"]["properties"]["error"]
+    error = schemas["ErrorObject"]
     assert error["properties"]["details"]["maxItems"] == 100
     assert error["properties"]["details_omitted"] == {"type": "integer", "minimum": 1,
                                                       "description": "offending values not listed, when there are more"}

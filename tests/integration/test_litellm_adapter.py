@@ -1,4 +1,5 @@
-"""The litellm adapter against the scripted OpenAI-compatible server, over loopback only."""
+"""The LLM adapters (litellm's and the direct OpenAI-compatible client) against the scripted
+OpenAI-compatible server, over loopback only."""
 
 from __future__ import annotations
 
@@ -21,9 +22,13 @@ import openai
 import pytest
 
 from firmsift.adapters.llm.litellm_llm import LiteLLM, OutputMode, refuses_output_format
+from firmsift.adapters.llm.laddered_llm import LadderedLLM
 from firmsift.adapters.llm.output_modes import FormatMemory
 from firmsift.domain.errors import FailureCause, ProviderError
 from tests.support.fake_llm_server import FakeLLMServer, load_fixture
+from tests.support.llm_adapters import MakeLLM, adapter_class, maker
+
+__all__ = ["adapter_class"]  # the fixture every `llm` is made with
 
 API_KEY = "sk-test-secret"
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,13 +53,13 @@ def server() -> Iterator[FakeLLMServer]:
         yield fake
 
 
-def llm(base_url: str, **options: Any) -> LiteLLM:
-    options.setdefault("timeout", 10.0)
-    options.setdefault("formats", FormatMemory())  # a port reused by the OS must not inherit a memory
-    return LiteLLM("openai/fake-model", api_base=base_url, api_key=API_KEY, **options)
+@pytest.fixture
+def llm(adapter_class: type[LadderedLLM]) -> MakeLLM:
+    """Makes adapters of each kind (litellm's, the direct client) for the fake model at an API base."""
+    return maker(adapter_class, "openai/fake-model", API_KEY, timeout=10.0)
 
 
-async def ask(adapter: LiteLLM) -> Any:
+async def ask(adapter: LadderedLLM) -> Any:
     return await adapter.complete("You classify companies.", "Domain: acme.com", json_schema=CPG_SCHEMA)
 
 
@@ -64,7 +69,7 @@ def assert_no_secret(error: BaseException) -> None:
 
 
 @pytest.mark.anyio
-async def test_returns_the_answer_and_asks_for_json_schema_first(server: FakeLLMServer) -> None:
+async def test_returns_the_answer_and_asks_for_json_schema_first(server: FakeLLMServer, llm: MakeLLM) -> None:
     server.enqueue(ANSWER)
     completion = await ask(llm(server.base_url, max_tokens=300))
 
@@ -84,19 +89,19 @@ async def test_returns_the_answer_and_asks_for_json_schema_first(server: FakeLLM
 
 
 @pytest.mark.anyio
-async def test_sends_temperature_only_when_configured(server: FakeLLMServer) -> None:
+async def test_sends_temperature_only_when_configured(server: FakeLLMServer, llm: MakeLLM) -> None:
     await ask(llm(server.base_url, temperature=0.0))
     assert server.requests[0].body["temperature"] == 0.0
 
 
 @pytest.mark.anyio
-async def test_an_api_base_without_v1_reaches_the_bare_path(server: FakeLLMServer) -> None:
+async def test_an_api_base_without_v1_reaches_the_bare_path(server: FakeLLMServer, llm: MakeLLM) -> None:
     await ask(llm(server.base_url.removesuffix("/v1")))
     assert server.requests[0].path == "/chat/completions"
 
 
 @pytest.mark.anyio
-async def test_concurrent_calls_are_served_side_by_side(server: FakeLLMServer) -> None:
+async def test_concurrent_calls_are_served_side_by_side(server: FakeLLMServer, llm: MakeLLM) -> None:
     adapter = llm(server.base_url)
     for _ in range(5):
         server.enqueue(ANSWER, delay=0.5)
@@ -110,7 +115,7 @@ async def test_concurrent_calls_are_served_side_by_side(server: FakeLLMServer) -
 
 
 @pytest.mark.anyio
-async def test_falls_back_to_llama_cpp_schema_mode_and_remembers_it() -> None:
+async def test_falls_back_to_llama_cpp_schema_mode_and_remembers_it(llm: MakeLLM) -> None:
     fake = FakeLLMServer(reject_json_schema=True)
     with fake as base_url:
         adapter = llm(base_url)
@@ -127,7 +132,7 @@ async def test_falls_back_to_llama_cpp_schema_mode_and_remembers_it() -> None:
 
 
 @pytest.mark.anyio
-async def test_falls_back_to_no_response_format_when_every_one_is_refused() -> None:
+async def test_falls_back_to_no_response_format_when_every_one_is_refused(llm: MakeLLM) -> None:
     fake = FakeLLMServer(reject_response_format=True)
     with fake as base_url:
         adapter = llm(base_url)
@@ -149,7 +154,7 @@ async def test_falls_back_to_no_response_format_when_every_one_is_refused() -> N
 
 
 @pytest.mark.anyio
-async def test_an_unrelated_bad_request_fails_without_downgrading_the_mode(server: FakeLLMServer) -> None:
+async def test_an_unrelated_bad_request_fails_without_downgrading_the_mode(server: FakeLLMServer, llm: MakeLLM) -> None:
     server.enqueue("This model's maximum context length is 10 tokens", status=400)
     adapter = llm(server.base_url)
 
@@ -160,7 +165,7 @@ async def test_an_unrelated_bad_request_fails_without_downgrading_the_mode(serve
 
 
 @pytest.mark.anyio
-async def test_a_cut_off_answer_is_an_error(server: FakeLLMServer) -> None:
+async def test_a_cut_off_answer_is_an_error(server: FakeLLMServer, llm: MakeLLM) -> None:
     server.enqueue('{"is_cpg": tr', finish_reason="length")
     with pytest.raises(ProviderError, match="cut off"):
         await ask(llm(server.base_url))
@@ -178,7 +183,8 @@ async def test_a_cut_off_answer_is_an_error(server: FakeLLMServer) -> None:
     ],
 )
 async def test_http_errors_become_provider_errors_without_the_key(
-    server: FakeLLMServer, status: int, expected: str
+    server: FakeLLMServer, status: int, expected: str,
+    llm: MakeLLM,
 ) -> None:
     # Providers do quote the key back (OpenAI: "Incorrect API key provided: sk-...").
     server.enqueue(f"Incorrect API key provided: {API_KEY}", status=status)
@@ -191,7 +197,7 @@ async def test_http_errors_become_provider_errors_without_the_key(
 
 
 @pytest.mark.anyio
-async def test_a_slow_provider_times_out_within_bounds(server: FakeLLMServer) -> None:
+async def test_a_slow_provider_times_out_within_bounds(server: FakeLLMServer, llm: MakeLLM) -> None:
     server.enqueue(ANSWER, delay=10)
     started = time.monotonic()
 
@@ -203,7 +209,7 @@ async def test_a_slow_provider_times_out_within_bounds(server: FakeLLMServer) ->
 
 
 @pytest.mark.anyio
-async def test_an_unreachable_provider_is_an_error() -> None:
+async def test_an_unreachable_provider_is_an_error(llm: MakeLLM) -> None:
     fake = FakeLLMServer()  # bound, then closed: nothing listens on its port any more
     base_url = fake.base_url
     fake.stop()
@@ -222,14 +228,14 @@ async def test_an_unreachable_provider_is_an_error() -> None:
     ],
     ids=["refusal-field", "content-filter"],
 )
-async def test_refusals_are_errors(server: FakeLLMServer, reply: dict[str, Any]) -> None:
+async def test_refusals_are_errors(server: FakeLLMServer, reply: dict[str, Any], llm: MakeLLM) -> None:
     server.enqueue(**reply)
     with pytest.raises(ProviderError, match="refused|content filter"):
         await ask(llm(server.base_url))
 
 
 @pytest.mark.anyio
-async def test_a_content_policy_rejection_is_an_error(server: FakeLLMServer) -> None:
+async def test_a_content_policy_rejection_is_an_error(server: FakeLLMServer, llm: MakeLLM) -> None:
     # OpenAI's wording, which litellm recognises as a content-policy violation.
     server.enqueue("Invalid prompt: your prompt was flagged as potentially violating our usage policy.", status=400)
     adapter = llm(server.base_url)
@@ -240,7 +246,7 @@ async def test_a_content_policy_rejection_is_an_error(server: FakeLLMServer) -> 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("content", [None, "", "  \n"], ids=["null", "empty", "blank"])
-async def test_an_empty_answer_is_an_error(server: FakeLLMServer, content: str | None) -> None:
+async def test_an_empty_answer_is_an_error(server: FakeLLMServer, content: str | None, llm: MakeLLM) -> None:
     server.enqueue(content)
     with pytest.raises(ProviderError, match="empty"):
         await ask(llm(server.base_url))
@@ -248,7 +254,7 @@ async def test_an_empty_answer_is_an_error(server: FakeLLMServer, content: str |
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("body", ["{not json", '{"id": "x"}', ""], ids=["malformed", "no-choices", "no-body"])
-async def test_an_unreadable_response_is_an_error(server: FakeLLMServer, body: str) -> None:
+async def test_an_unreadable_response_is_an_error(server: FakeLLMServer, body: str, llm: MakeLLM) -> None:
     server.enqueue(body=body)
     with pytest.raises(ProviderError) as caught:
         await ask(llm(server.base_url))
@@ -274,7 +280,7 @@ def test_only_a_refusal_of_the_format_option_counts_as_one(error: Exception, ref
     assert refuses_output_format(error) is refused
 
 
-def test_the_key_stays_out_of_the_repr() -> None:
+def test_the_key_stays_out_of_the_repr(llm: MakeLLM) -> None:
     assert API_KEY not in repr(llm("http://127.0.0.1:9/v1"))
 
 
@@ -348,6 +354,7 @@ def server_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 @pytest.mark.anyio
 async def test_the_standalone_server_answers_by_domain_and_logs_each_call(
     server_process: tuple[str, Path],
+    llm: MakeLLM,
 ) -> None:
     base_url, log = server_process
     adapter = llm(base_url)
@@ -372,7 +379,7 @@ async def test_the_standalone_server_answers_by_domain_and_logs_each_call(
     ["llama-cpp-python-json-schema-refused", "llama-cpp-server-json-schema-refused-2024",
      "llama-cpp-server-type-refused", "vllm-xgrammar-schema-refused"],
 )
-async def test_a_real_servers_refusal_of_json_schema_falls_back_whatever_its_status(fixture: str) -> None:
+async def test_a_real_servers_refusal_of_json_schema_falls_back_whatever_its_status(fixture: str, llm: MakeLLM) -> None:
     fake = FakeLLMServer(refuse={"json_schema": load_fixture(fixture)})
     with fake as base_url:
         adapter = llm(base_url)
@@ -385,7 +392,9 @@ async def test_a_real_servers_refusal_of_json_schema_falls_back_whatever_its_sta
 
 
 @pytest.mark.anyio
-async def test_llama_cpp_pythons_own_500_that_is_not_about_the_format_is_a_transient_provider_error() -> None:
+async def test_llama_cpp_pythons_own_500_that_is_not_about_the_format_is_a_transient_provider_error(
+    llm: MakeLLM,
+) -> None:
     fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-decode-failed")})
     with fake as base_url:
         adapter = llm(base_url)
@@ -399,13 +408,15 @@ async def test_llama_cpp_pythons_own_500_that_is_not_about_the_format_is_a_trans
 
 
 @pytest.mark.anyio
-async def test_the_fallback_is_remembered_per_model_and_api_base_across_adapters() -> None:
+async def test_the_fallback_is_remembered_per_model_and_api_base_across_adapters(
+    llm: MakeLLM, adapter_class: type[LadderedLLM],
+) -> None:
     memory = FormatMemory()
     fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
     with fake as base_url:
         await ask(llm(base_url, formats=memory))
         await ask(llm(base_url + "/", formats=memory))  # the same server, spelled with a slash
-        other_model = LiteLLM("openai/other-model", api_base=base_url, api_key=API_KEY, formats=memory)
+        other_model = adapter_class("openai/other-model", api_base=base_url, api_key=API_KEY, formats=memory)
         await ask(other_model)
 
     assert [r.format_kind for r in fake.requests] == [
@@ -418,9 +429,10 @@ async def test_the_fallback_is_remembered_per_model_and_api_base_across_adapters
 @pytest.mark.anyio
 async def test_the_switch_is_logged_once_however_many_calls_were_refused_at_once(
     caplog: pytest.LogCaptureFixture,
+    llm: MakeLLM,
 ) -> None:
     fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
-    with fake as base_url, caplog.at_level("WARNING", logger="firmsift.adapters.llm.litellm_llm"):
+    with fake as base_url, caplog.at_level("WARNING"):
         adapter = llm(base_url)
         async with anyio.create_task_group() as calls:
             for _ in range(4):
@@ -433,7 +445,7 @@ async def test_the_switch_is_logged_once_however_many_calls_were_refused_at_once
 
 
 @pytest.mark.anyio
-async def test_lm_studio_refusing_json_object_when_that_format_is_pinned_names_the_setting() -> None:
+async def test_lm_studio_refusing_json_object_when_that_format_is_pinned_names_the_setting(llm: MakeLLM) -> None:
     fake = FakeLLMServer(refuse={"json_object": load_fixture("lm-studio-json-object-refused")})
     with fake as base_url:
         with pytest.raises(ProviderError) as caught:
@@ -447,7 +459,7 @@ async def test_lm_studio_refusing_json_object_when_that_format_is_pinned_names_t
 
 
 @pytest.mark.anyio
-async def test_lm_studio_is_asked_for_json_schema_first_and_never_for_json_object() -> None:
+async def test_lm_studio_is_asked_for_json_schema_first_and_never_for_json_object(llm: MakeLLM) -> None:
     fake = FakeLLMServer(refuse={"json_object": load_fixture("lm-studio-json-object-refused")})
     with fake as base_url:
         await ask(llm(base_url))
@@ -456,7 +468,7 @@ async def test_lm_studio_is_asked_for_json_schema_first_and_never_for_json_objec
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(("setting", "kinds"), [("json_schema", ["json_schema"]), ("text", ["none"])])
-async def test_a_pinned_format_is_the_only_one_sent(setting: str, kinds: list[str]) -> None:
+async def test_a_pinned_format_is_the_only_one_sent(setting: str, kinds: list[str], llm: MakeLLM) -> None:
     fake = FakeLLMServer(refuse={"json_schema": load_fixture("llama-cpp-python-json-schema-refused")})
     with fake as base_url:
         adapter = llm(base_url, response_format=setting)
@@ -470,7 +482,7 @@ async def test_a_pinned_format_is_the_only_one_sent(setting: str, kinds: list[st
     assert [r.format_kind for r in fake.requests] == kinds
 
 
-def test_an_unknown_response_format_setting_is_refused() -> None:
+def test_an_unknown_response_format_setting_is_refused(llm: MakeLLM) -> None:
     with pytest.raises(ValueError, match="auto, json_schema, json_object, text"):
         llm("http://127.0.0.1:9/v1", response_format="xml")
 
@@ -498,7 +510,7 @@ async def test_missing_credentials_name_both_variables_and_make_no_request(monke
 
 
 @pytest.mark.anyio
-async def test_a_refused_connection_names_the_host_and_no_http_status() -> None:
+async def test_a_refused_connection_names_the_host_and_no_http_status(llm: MakeLLM) -> None:
     fake = FakeLLMServer()
     base_url, host = fake.base_url, f"127.0.0.1:{fake.port}"
     fake.stop()
@@ -511,7 +523,7 @@ async def test_a_refused_connection_names_the_host_and_no_http_status() -> None:
 
 
 @pytest.mark.anyio
-async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(server: FakeLLMServer) -> None:
+async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(server: FakeLLMServer, llm: MakeLLM) -> None:
     with pytest.raises(ProviderError) as caught:
         await ask(llm(server.base_url.replace("http://", "https://")))
     assert caught.value.cause is FailureCause.UNREACHABLE and not caught.value.retryable
@@ -520,7 +532,9 @@ async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(server: F
 
 
 @pytest.mark.anyio
-async def test_a_timeout_on_a_local_server_is_not_retryable_when_so_configured(server: FakeLLMServer) -> None:
+async def test_a_timeout_on_a_local_server_is_not_retryable_when_so_configured(
+    server: FakeLLMServer, llm: MakeLLM,
+) -> None:
     server.enqueue(ANSWER, delay=10)
     with pytest.raises(ProviderError) as caught:
         await ask(llm(server.base_url, timeout=0.3, retry_timeouts=False))
@@ -529,7 +543,7 @@ async def test_a_timeout_on_a_local_server_is_not_retryable_when_so_configured(s
 
 
 @pytest.mark.anyio
-async def test_a_long_provider_message_is_cut_between_words(server: FakeLLMServer) -> None:
+async def test_a_long_provider_message_is_cut_between_words(server: FakeLLMServer, llm: MakeLLM) -> None:
     server.enqueue("word " * 200 + "end", status=400)
     with pytest.raises(ProviderError) as caught:
         await ask(llm(server.base_url))

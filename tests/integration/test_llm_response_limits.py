@@ -1,13 +1,14 @@
-"""The LLM adapter reads a provider's answer within limits: bombs, endless and oversized bodies
-from a loopback server are refused in bounded memory, honest compressed answers are read; the
-bounded client is made with the adapter and closed with the container's other HTTP clients."""
+"""Both LLM adapters (litellm's and the direct client) read a provider's answer within limits: bombs,
+endless and oversized bodies from a loopback server are refused in bounded memory, honest
+compressed answers are read; the bounded client is made with the adapter and closed with the
+container's other HTTP clients."""
 
 from __future__ import annotations
 
 import json
 import os
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import litellm
@@ -15,7 +16,9 @@ import pytest
 
 from firmsift.adapters.web.bounded_body import BodyLimits, UnreadableBody
 from firmsift.adapters.web.bounded_transport import bounded_client
+from firmsift.adapters.llm.laddered_llm import LadderedLLM
 from firmsift.adapters.llm.litellm_llm import LiteLLM
+from firmsift.adapters.llm.openai_chat import OpenAIChat
 from firmsift.adapters.llm.transport import (
     LLM_RESPONSE_LIMITS,
     NATIVE_PROVIDERS,
@@ -28,6 +31,10 @@ from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.settings import Settings
 from tests.support.compression_bombs import bomb, compressed
 from tests.support.fake_search_server import FakeSearchServer, Reply
+from tests.support.llm_adapters import adapter_class
+
+LLMAt = Callable[[FakeSearchServer], LadderedLLM]  # an adapter at the server's /v1
+__all__ = ["adapter_class"]  # the fixture every `llm_at` is made with
 
 pytestmark = pytest.mark.anyio
 
@@ -47,21 +54,23 @@ def server() -> Iterator[FakeSearchServer]:
         yield running
 
 
-def llm_at(server: FakeSearchServer) -> LiteLLM:
-    return LiteLLM("openai/m", api_base=f"{server.base_url}/v1", api_key="unused", timeout=30,
-                   response_format="text")
+@pytest.fixture
+def llm_at(adapter_class: type[LadderedLLM]) -> Callable[[FakeSearchServer], LadderedLLM]:
+    """Makes adapters of each kind (litellm's, the direct client) at the server's /v1."""
+    return lambda server: adapter_class("openai/m", api_base=f"{server.base_url}/v1", api_key="unused", timeout=30,
+                                        response_format="text")
 
 
 def honest_completion() -> bytes:
     return HEAD + json.dumps(ANSWER)[1:-1].encode() + TAIL
 
 
-async def refused_within_memory(llm: LiteLLM, server: FakeSearchServer) -> ProviderError:
-    """The error `llm` raises, measured after one honest call elsewhere (litellm's lazy imports
+async def refused_within_memory(llm: LadderedLLM, server: FakeSearchServer) -> ProviderError:
+    """The error `llm` raises, measured after one honest call elsewhere (the client's lazy imports
     and caches are not the answer's cost)."""
     server.add_page("127.0.0.1", "/warm/v1/chat/completions", Reply(body=honest_completion(),
                                                                     content_type="application/json"))
-    warm = LiteLLM(llm.model, api_base=f"{server.base_url}/warm/v1", api_key="unused", response_format="text")
+    warm = type(llm)(llm.model, api_base=f"{server.base_url}/warm/v1", api_key="unused", response_format="text")
     await warm.complete("system", "user", json_schema={"type": "object"})
     asked = len(server.requests)
     tracemalloc.start()
@@ -77,7 +86,9 @@ async def refused_within_memory(llm: LiteLLM, server: FakeSearchServer) -> Provi
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
-async def test_a_compression_bomb_is_refused_once_in_bounded_memory(server: FakeSearchServer, encoding: str) -> None:
+async def test_a_compression_bomb_is_refused_once_in_bounded_memory(
+    server: FakeSearchServer, encoding: str, llm_at: LLMAt,
+) -> None:
     sent_as = "deflate" if encoding == "raw-deflate" else encoding
     server.add_page("127.0.0.1", PATH, Reply(body=bomb(encoding, INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"),
                                              content_type="application/json", headers={"Content-Encoding": sent_as}))
@@ -88,21 +99,21 @@ async def test_a_compression_bomb_is_refused_once_in_bounded_memory(server: Fake
     assert error.retryable is False  # the same bomb would come back
 
 
-async def test_an_endless_answer_is_cut_at_the_cap(server: FakeSearchServer) -> None:
+async def test_an_endless_answer_is_cut_at_the_cap(server: FakeSearchServer, llm_at: LLMAt) -> None:
     server.add_page("127.0.0.1", PATH, Reply(body=HEAD, content_type="application/json", endless=True))
     error = await refused_within_memory(llm_at(server), server)
     assert f"the provider answered a body larger than {LLM_RESPONSE_LIMITS.max_bytes:,} bytes" in str(error)
     assert error.retryable is False
 
 
-async def test_an_answer_over_the_cap_is_refused(server: FakeSearchServer) -> None:
+async def test_an_answer_over_the_cap_is_refused(server: FakeSearchServer, llm_at: LLMAt) -> None:
     body = HEAD + b"a" * (LLM_RESPONSE_LIMITS.max_bytes + 1) + TAIL
     server.add_page("127.0.0.1", PATH, Reply(body=body, content_type="application/json"))
     error = await refused_within_memory(llm_at(server), server)
     assert "a body larger than 4,000,000 bytes" in str(error)
 
 
-async def test_an_unsupported_encoding_is_refused(server: FakeSearchServer) -> None:
+async def test_an_unsupported_encoding_is_refused(server: FakeSearchServer, llm_at: LLMAt) -> None:
     server.add_page("127.0.0.1", PATH, Reply(body=os.urandom(1000), content_type="application/json",
                                              headers={"Content-Encoding": "br"}))
     error = await refused_within_memory(llm_at(server), server)
@@ -110,7 +121,9 @@ async def test_an_unsupported_encoding_is_refused(server: FakeSearchServer) -> N
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate", "identity"])
-async def test_an_honest_answer_is_read_whatever_its_encoding(server: FakeSearchServer, encoding: str) -> None:
+async def test_an_honest_answer_is_read_whatever_its_encoding(
+    server: FakeSearchServer, encoding: str, llm_at: LLMAt,
+) -> None:
     body = honest_completion() if encoding == "identity" else compressed(encoding, honest_completion())
     headers = {} if encoding == "identity" else {"Content-Encoding": "deflate" if encoding == "raw-deflate" else encoding}
     server.add_page("127.0.0.1", PATH, Reply(body=body, content_type="application/json", headers=headers))
@@ -119,7 +132,7 @@ async def test_an_honest_answer_is_read_whatever_its_encoding(server: FakeSearch
     assert server.requests[-1].headers["accept-encoding"] == "gzip, deflate"  # only what is decoded
 
 
-async def test_a_redirect_body_is_read_within_limits_too(server: FakeSearchServer) -> None:
+async def test_a_redirect_body_is_read_within_limits_too(server: FakeSearchServer, llm_at: LLMAt) -> None:
     server.add_page("127.0.0.1", PATH, Reply(status=307, headers={"Location": "/v2/chat/completions",
                                                                   "Content-Encoding": "gzip"},
                                              body=bomb("gzip", INFLATED), content_type="text/html"))
@@ -187,10 +200,9 @@ async def test_the_container_makes_the_bounded_client_with_the_adapter_and_close
                                                                       content_type="application/json"))
     server.add_page("127.0.0.1", PATH, Reply(body=bomb("gzip", INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"),
                                              content_type="application/json", headers={"Content-Encoding": "gzip"}))
-    honest = Container(settings=Settings(llm_model="openai/m", llm_api_base=f"{server.base_url}/honest/v1",
-                                         llm_api_key="unused", llm_response_format="text"))
-    bombed = Container(settings=Settings(llm_model="openai/m", llm_api_base=f"{server.base_url}/v1",
-                                         llm_api_key="unused", llm_response_format="text"))
+    common = {"llm_model": "openai/m", "llm_api_key": "unused", "llm_response_format": "text", "llm_client": "litellm"}
+    honest = Container(settings=Settings(llm_api_base=f"{server.base_url}/honest/v1", **common))
+    bombed = Container(settings=Settings(llm_api_base=f"{server.base_url}/v1", **common))
     async with honest.http_clients():
         assert (await honest.llm().complete("system", "user", json_schema={"type": "object"})).text == ANSWER
         session = litellm.aclient_session
@@ -203,3 +215,19 @@ async def test_the_container_makes_the_bounded_client_with_the_adapter_and_close
         assert (await honest.llm().complete("system", "user", json_schema={"type": "object"})).text == ANSWER
         assert litellm.aclient_session is session and not session.is_closed
     assert session.is_closed and litellm.aclient_session is None
+
+
+async def test_the_container_makes_the_direct_client_with_the_adapter_and_closes_it_with_the_others(
+    server: FakeSearchServer,
+) -> None:
+    server.add_page("127.0.0.1", "/honest/v1/chat/completions", Reply(body=honest_completion(),
+                                                                      content_type="application/json"))
+    common = {"llm_model": "openai/m", "llm_api_key": "unused", "llm_response_format": "text"}
+    container = Container(settings=Settings(llm_api_base=f"{server.base_url}/honest/v1", **common))
+    async with container.http_clients():
+        llm = container.llm()
+        assert isinstance(llm, OpenAIChat)
+        assert (await llm.complete("system", "user", json_schema={"type": "object"})).text == ANSWER
+        client = llm._http
+        assert not client.is_closed
+    assert client.is_closed

@@ -1,11 +1,12 @@
-"""Tokens and cost through the real litellm adapter, against the scripted OpenAI-compatible server
-over loopback: the usage real servers report, answers billed but unusable, retries, and prices."""
+"""Tokens and cost through the real LLM adapters (litellm's and the direct client), against the
+scripted OpenAI-compatible server over loopback: the usage real servers report, answers billed but
+unusable, retries, and prices."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,9 +14,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from firmsift.adapters.decorators.prometheus_metrics import MeteredLLM, Metrics
-from firmsift.adapters.decorators.retrying import RetryingLLM, RetryPolicy
+from firmsift.adapters.decorators.retrier import RetryPolicy
+from firmsift.adapters.decorators.retrying import RetryingLLM
 from firmsift.adapters.files.classifiers import load_catalog
-from firmsift.adapters.llm.litellm_llm import LiteLLM
+from firmsift.adapters.llm.laddered_llm import LadderedLLM
 from firmsift.adapters.llm.output_modes import FormatMemory
 from firmsift.adapters.llm.pricing import LitellmPricing
 from firmsift.domain.errors import FailureCause, ProviderError
@@ -24,6 +26,10 @@ from firmsift.entrypoints.lazy_adapters import make_worker_pricing
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.asking import ask_llm
 from tests.support.fake_llm_server import PROVIDER_FIXTURES, FakeLLMServer
+from tests.support.llm_adapters import adapter_class, maker
+
+AdapterAt = Callable[[FakeLLMServer], LadderedLLM]  # an adapter at the fake server
+__all__ = ["adapter_class"]  # the fixture every `adapter` is made with
 
 pytestmark = pytest.mark.anyio
 ANSWER = '{"is_cpg": true, "confidence": 2, "reasoning": "sells snacks"}'
@@ -36,9 +42,11 @@ def server() -> Iterator[FakeLLMServer]:
         yield fake
 
 
-def adapter(server: FakeLLMServer) -> LiteLLM:
-    return LiteLLM("openai/fake-model", api_base=server.base_url, api_key="sk-test", timeout=10.0,
-                   formats=FormatMemory())
+@pytest.fixture
+def adapter(adapter_class: type[LadderedLLM]) -> AdapterAt:
+    """Makes adapters of each kind (litellm's, the direct client) at the fake server."""
+    make = maker(adapter_class, "openai/fake-model", "sk-test", timeout=10.0)
+    return lambda server: make(server.base_url)
 
 
 async def ask(llm: Any) -> Any:
@@ -49,7 +57,9 @@ def recorded(name: str) -> dict[str, Any]:
     return json.loads((PROVIDER_FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
 
 
-async def test_the_usage_a_real_llama_cpp_python_server_reports_is_read(server: FakeLLMServer) -> None:
+async def test_the_usage_a_real_llama_cpp_python_server_reports_is_read(
+    server: FakeLLMServer, adapter: AdapterAt,
+) -> None:
     exchange = recorded("llama-cpp-python/chat-json-object-with-schema")
     assert exchange["body"]["usage"] == {"prompt_tokens": 71, "completion_tokens": 34, "total_tokens": 105}
     server.enqueue(body=json.dumps(exchange["body"]))
@@ -57,7 +67,7 @@ async def test_the_usage_a_real_llama_cpp_python_server_reports_is_read(server: 
     assert (completion.prompt_tokens, completion.completion_tokens) == (71, 34)
 
 
-async def test_a_response_without_usage_reports_no_tokens_not_zero(server: FakeLLMServer) -> None:
+async def test_a_response_without_usage_reports_no_tokens_not_zero(server: FakeLLMServer, adapter: AdapterAt) -> None:
     # litellm stands in a usage of zeros for one the provider did not send: read as "not reported".
     body = {key: value for key, value in recorded("llama-cpp-python/chat-plain")["body"].items() if key != "usage"}
     server.enqueue(body=json.dumps(body))
@@ -72,7 +82,9 @@ async def test_a_response_without_usage_reports_no_tokens_not_zero(server: FakeL
     ({"content": "  "}, FailureCause.UNREADABLE_RESPONSE),
 ])
 async def test_an_answer_billed_but_unusable_fails_with_the_tokens_it_was_billed(
-        server: FakeLLMServer, reply: dict[str, Any], cause: FailureCause) -> None:
+        server: FakeLLMServer, reply: dict[str, Any], cause: FailureCause,
+    adapter: AdapterAt,
+) -> None:
     server.enqueue(**reply)  # the fake reports 10 prompt and 10 completion tokens
     with pytest.raises(ProviderError) as caught:
         await ask(adapter(server))
@@ -80,14 +92,16 @@ async def test_an_answer_billed_but_unusable_fails_with_the_tokens_it_was_billed
     assert (caught.value.prompt_tokens, caught.value.completion_tokens) == (10, 10)
 
 
-async def test_an_error_status_reports_no_tokens(server: FakeLLMServer) -> None:
+async def test_an_error_status_reports_no_tokens(server: FakeLLMServer, adapter: AdapterAt) -> None:
     server.enqueue("busy", status=503)
     with pytest.raises(ProviderError) as caught:
         await ask(adapter(server))
     assert (caught.value.prompt_tokens, caught.value.completion_tokens) == (None, None)
 
 
-async def test_a_worker_answer_adds_every_billed_attempt_prices_it_and_counts_it(server: FakeLLMServer) -> None:
+async def test_a_worker_answer_adds_every_billed_attempt_prices_it_and_counts_it(
+    server: FakeLLMServer, adapter_class: type[LadderedLLM],
+) -> None:
     """The worker's stack (metrics outside retries, around the adapter) and ask_llm: a 503 (not
     billed), an answer cut off (billed, retried here as a transient), then the answer."""
     server.enqueue("busy", status=503)
@@ -96,7 +110,7 @@ async def test_a_worker_answer_adds_every_billed_attempt_prices_it_and_counts_it
     pricing = LitellmPricing({"openai/fake-model": (1.5, 2.5)})
     metrics = Metrics(CollectorRegistry())
 
-    class RetryCutOff(LiteLLM):
+    class RetryCutOff(adapter_class):  # type: ignore[misc,valid-type]
         """Here a cut-off answer is worth another try (the real adapter never retries one)."""
 
         async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Any:

@@ -52,15 +52,21 @@ def test_the_fuzzed_document_is_the_one_the_app_serves(served: tuple[Starlette, 
 
 
 def excluded_checks(case: schemathesis.Case) -> list:
-    # A string is a valid `domains` item as far as a schema can say; whether it names a public host
+    # Only positive_data_acceptance ("schema-valid data is accepted") and use_after_free are excluded,
+    # each for the operations named below. The bodies' shape (object, fields, types, mode) is checked by
+    # the very models the document is generated from (entrypoints/http/contract), so what remains
+    # refused is the domain's rules:
+    # a string is a valid `domains` item as far as a schema can say; whether it names a public host
     # (not an IP, not `localhost`, not `a..b`) is a rule no JSON Schema expresses, and a 422 that
     # lists the offending domains is the documented answer. Likewise a CSV upload is a string to a
     # schema, which cannot say that it must parse as CSV and hold the column named by ?column=
-    # (needed for CSV only). Every other check runs.
+    # (needed for CSV only). A human answer's domain is such a string too, and undoing where there is
+    # no human answer is the documented 404. Every other check runs.
     # DELETE /batches/{id} cancels a batch, it does not remove it: the batch stays readable as
     # CANCELLED with its results so far (README "Batches"), so "deleted resource still available"
     # is the documented behaviour for the batch's reads.
-    refused_by_rules = ("POST /domains/classify", "POST /batches")
+    refused_by_rules = ("POST /domains/classify", "POST /batches", "PUT /answers/{classifier}/{domain}",
+                        "DELETE /answers/{classifier}/{domain}")
     kept_after_cancel = ("GET /batches/{batch_id}", "GET /batches/{batch_id}/results")
     excluded = [checks.positive_data_acceptance] if case.operation.label in refused_by_rules else []
     return excluded + ([checks.use_after_free] if case.operation.label in kept_after_cancel else [])
@@ -92,6 +98,6 @@ def test_submitted_jobs_can_be_polled_as_the_document_links_them(served: tuple[S
 
     # Derandomized: random scenarios only sometimes submit a valid job within budget, and the
     # assertion below is about this test's reach; the per-operation test above stays random.
-    run_state_machine_as_test(Scenario, settings=settings(FUZZ, max_examples=25, stateful_step_count=4,
+    run_state_machine_as_test(Scenario, settings=settings(FUZZ, max_examples=20, stateful_step_count=8,
                                                           derandomize=True))
-    assert ("GET /domains/classify/{job_id}", 200) in seen, sorted(seen)
+    assert ("GET /domains/classify/{job_id}", 200) in seen, "; ".join(map(str, sorted(seen)))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from firmsift.domain.errors import StaleReceipt
+from firmsift.domain.work_messages import OutgoingMessage
 from tests.support.queue_backends import BACKENDS, Backend, Clock, OpenedQueue, QueueSettings, not_on
 from tests.support.sqs_emulator import sqs_emulator
 
@@ -52,6 +53,20 @@ async def test_send_receive_delete(opened: OpenedQueue) -> None:
     await opened.queue.delete(message.receipt)
     assert await opened.queue.receive() == []
     assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 0}
+
+
+async def test_send_many_sends_every_message_in_order_within_its_group(opened: OpenedQueue) -> None:
+    # 23 messages: more than two SQS batch calls; 3 groups, so each call mixes groups.
+    messages = [OutgoingMessage(f"m{i}", group_id=f"g{i % 3}", dedup_id=f"d{i}") for i in range(23)]
+    await opened.queue.send_many(messages)
+    await opened.queue.send_many([])  # nothing to send: no call, no error
+    await opened.queue.send_many(messages[:2])  # the same dedup ids again, within the window: ignored
+    received: dict[str, list[str]] = {}
+    while batch := await opened.queue.receive(max_messages=10):
+        for message in batch:
+            received.setdefault(message.group_id, []).append(message.body)
+            await opened.queue.delete(message.receipt)
+    assert received == {f"g{g}": [f"m{i}" for i in range(g, 23, 3)] for g in range(3)}
 
 
 async def test_fifo_order_within_a_group(opened: OpenedQueue) -> None:

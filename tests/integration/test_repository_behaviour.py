@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, text, update
+from sqlalchemy import text, update
 
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
-from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.adapters.sql.tables import jobs
 from firmsift.domain.model import (
@@ -31,6 +29,7 @@ from firmsift.domain.model import (
     Source,
 )
 from firmsift.domain.outside_text import UnstorableText, storable
+from firmsift.ports.database_errors import DatabaseFailure
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.postgres import postgres_engine
 
@@ -73,6 +72,21 @@ async def test_a_new_job_has_every_domain_pending_in_order(store) -> None:
     assert stored.created_at == NOW
 
 
+async def test_jobs_created_together_read_as_jobs_created_alone(store) -> None:
+    await store.create_jobs([job("j1", "b.com", "a.com"), job("j2", "c.com")])
+    await store.create_job(job("j3", "b.com", "a.com"))
+    together, alone = await store.get_job("j1"), await store.get_job("j3")
+    assert replace(together, id="j3") == alone
+    assert (await store.get_job("j2")).domains == ("c.com",)
+
+
+async def test_jobs_created_together_are_all_stored_or_none(store) -> None:
+    await store.create_job(job("j2"))
+    with pytest.raises((ValueError, DatabaseFailure)):  # the memory store's refusal, the database's key violation
+        await store.create_jobs([job("j1"), job("j2")])
+    assert await store.get_job("j1") is None
+
+
 async def test_unknown_job_is_none(store) -> None:
     assert await store.get_job("missing") is None
 
@@ -99,15 +113,12 @@ async def test_every_quote_status_round_trips(store, status: QuoteStatus | None)
 
 @pytest.mark.parametrize("backend", SQL_BACKENDS)
 async def test_an_answer_stored_before_quotes_were_checked_reads_without_them(
-        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with _unmigrated(backend, tmp_path) as engine:
-        monkeypatch.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 5))
-        migrations.upgrade(engine)
+        backend: str, tmp_path: Path) -> None:
+    with migrated_engine(backend, tmp_path, to="0004") as engine:
         with engine.begin() as conn:
             conn.exec_driver_sql(
                 "INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,"
                 " answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 5, 'old', '[]', 1)")
-        monkeypatch.undo()
         assert 5 in [m.version for m in migrations.upgrade(engine)]
         stored = (await SqlStore(engine).get_answers(["a.com"], "cpg"))["a.com"]
     assert (stored.confidence, stored.quote, stored.quote_status) == (5, None, None)
@@ -129,31 +140,15 @@ async def test_the_precheck_findings_round_trip(store, site_status: str | None, 
 
 @pytest.mark.parametrize("backend", SQL_BACKENDS)
 async def test_rows_stored_before_the_precheck_read_without_its_findings(
-        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with _unmigrated(backend, tmp_path) as engine:
-        monkeypatch.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 6))
-        migrations.upgrade(engine)
+        backend: str, tmp_path: Path) -> None:
+    with migrated_engine(backend, tmp_path, to="0005") as engine:
         with engine.begin() as conn:
             conn.exec_driver_sql(
                 "INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, evidence,"
                 " answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 5, 'old', '[]', 1)")
-        monkeypatch.undo()
         assert 6 in [m.version for m in migrations.upgrade(engine)]
         stored = (await SqlStore(engine).get_answers(["a.com"], "cpg"))["a.com"]
     assert (stored.site_status, stored.redirected_to, stored.redirected_answer) == (None, None, None)
-
-
-@contextmanager
-def _unmigrated(backend: str, folder: Path) -> Iterator[Engine]:
-    if backend == "postgresql":
-        with postgres_engine(migrate=False) as engine:
-            yield engine
-        return
-    engine = make_engine(f"sqlite:///{folder / 'old.db'}")
-    try:
-        yield engine
-    finally:
-        engine.dispose()
 
 
 async def test_answers_upsert_on_domain_and_classifier(store) -> None:
@@ -234,16 +229,8 @@ async def test_a_finished_job_keeps_its_results_but_the_answer_is_cached(store, 
 
 @pytest.mark.parametrize("backend", SQL_BACKENDS)
 async def test_rows_written_before_search_providers_were_recorded_read_as_none(
-        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with contextlib.ExitStack() as stack:
-        if backend == "postgresql":
-            engine = stack.enter_context(postgres_engine(migrate=False))
-        else:
-            engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-            stack.callback(engine.dispose)
-        with monkeypatch.context() as before:
-            before.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.version < 4))
-            migrations.upgrade(engine)
+        backend: str, tmp_path: Path) -> None:
+    with migrated_engine(backend, tmp_path, to="0003") as engine:
         with engine.begin() as conn:
             conn.execute(text("INSERT INTO answers (domain, classifier, status, source, answer, confidence, reason, "
                               "evidence, answered_at) VALUES ('a.com', 'cpg', 'DONE', 'llm', TRUE, 4, 'old', '[]', 0)"))

@@ -51,7 +51,7 @@ def make_api(kind: str, base_url: str, **options: float) -> ApiSearch:
 
 @pytest.fixture(params=APIS)
 async def api(request: pytest.FixtureRequest, server: FakeSearchServer) -> AsyncIterator[ApiSearch]:
-    adapter = make_api(request.param, server.base_url, timeout=2.0)
+    adapter = make_api(request.param, server.base_url, timeout=10.0)
     yield adapter
     await adapter.aclose()
 
@@ -264,7 +264,7 @@ def homepage(server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch])
     def make(**options: object) -> HomepageSearch:
         settings: dict[str, object] = {
             "allow_private_addresses": True, "resolver": to_loopback, "port": server.port,
-            "timeout": 2.0,
+            "timeout": 10.0,
         }
         adapter = HomepageSearch(**{**settings, **options})  # type: ignore[arg-type]
         opened.append(adapter)

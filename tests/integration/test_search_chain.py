@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from firmsift.adapters.decorators.prometheus_metrics import Metrics
-from firmsift.adapters.decorators.retrying import RetryPolicy
+from firmsift.adapters.decorators.retrier import RetryPolicy
 from firmsift.adapters.search.homepage import HomepageSearch
 from firmsift.adapters.search.searxng import SearxngSearch
 from firmsift.adapters.search.tavily import TavilySearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.evidence_use import evidence_provider
-from firmsift.entrypoints.container import Container, worker_search_chain
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.provider_wiring import worker_search_chain
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.providers import Search
 from firmsift.services.search_chain import SearchChain

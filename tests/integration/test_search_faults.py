@@ -9,7 +9,8 @@ from email.utils import formatdate
 import pytest
 
 from firmsift.adapters.search.brave import BraveSearch
-from firmsift.adapters.decorators.retrying import RetryingSearch, RetryPolicy
+from firmsift.adapters.decorators.retrier import RetryPolicy
+from firmsift.adapters.decorators.retrying import RetryingSearch
 from firmsift.adapters.search.searxng import SearxngSearch
 from firmsift.adapters.search.tavily import TavilySearch
 from firmsift.domain.errors import ProviderError

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.decorators.retrying import RetryingSearch, RetryPolicy
+from firmsift.adapters.decorators.retrier import RetryPolicy
+from firmsift.adapters.decorators.retrying import RetryingSearch
 from firmsift.adapters.search.brave import BraveSearch
 from firmsift.adapters.search.searxng import SearxngSearch
 from firmsift.adapters.search.tavily import TavilySearch

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, event, text
 
 from firmsift.adapters.sql import queue as sql_queue
 from firmsift.adapters.sql.engine import make_engine
@@ -66,19 +67,26 @@ async def test_accept_wakes_a_receiver_waiting_in_this_process(engine: Engine) -
     assert json.loads(message.body)["job_id"] == _job().id
 
 
+# A job without an Idempotency-Key is written with others in a group (the fresh-groups insert);
+# a job with one alone (insert_message, behind its key's conflict check).
+MESSAGE_WRITERS = {None: "insert_fresh_group_messages", "key-1": "insert_message"}
+
+
+@pytest.mark.parametrize("key", list(MESSAGE_WRITERS))
 async def test_a_failure_writing_the_message_leaves_no_job_behind(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, key: str | None
 ) -> None:
     store, queue, intake = _parts(engine)
-    real_insert = sql_queue.insert_message
+    writer = MESSAGE_WRITERS[key]
+    real_write = getattr(sql_queue, writer)
 
-    def insert_then_fail(conn: Connection, **message: object) -> int:
-        real_insert(conn, **message)  # the job rows and the message row are written ...
+    def write_then_fail(conn: Connection, **message: object) -> int:
+        real_write(conn, **message)  # the job rows and the message row are written ...
         conn.execute(text("INSERT INTO queue_dedup_missing VALUES (1)"))  # ... then the database refuses
         raise AssertionError("unreachable")
 
-    monkeypatch.setattr(sql_queue, "insert_message", insert_then_fail)
-    job = _job()
+    monkeypatch.setattr(sql_queue, writer, write_then_fail)
+    job = replace(_job(), idempotency_key=key)
     with pytest.raises(QueueUnavailable, match=f"job {job.id} could not be durably accepted"):
         await intake.accept(job)
     assert await store.get_job(job.id) is None
@@ -86,6 +94,45 @@ async def test_a_failure_writing_the_message_leaves_no_job_behind(
     monkeypatch.undo()
     await intake.accept(job)  # nothing half-written stands in the way of a retry
     assert _row_counts(engine) == {"jobs": 1, "job_domains": 2, "queue_messages": 1, "queue_dedup": 1}
+
+
+def _count_commits(engine: Engine) -> list[int]:
+    commits = [0]
+
+    def counted(_conn: Connection) -> None:
+        commits[0] += 1
+
+    event.listen(engine, "commit", counted)
+    return commits
+
+
+async def test_jobs_accepted_at_once_share_one_transaction(engine: Engine) -> None:
+    store, queue, intake = _parts(engine)
+    jobs = [_job(f"0b6f3c4e-0000-4000-8000-{n:012d}") for n in range(30)]
+    commits = _count_commits(engine)
+    await asyncio.gather(*(intake.accept(job) for job in jobs))
+    assert commits == [1]
+    assert _row_counts(engine) == {"jobs": 30, "job_domains": 60, "queue_messages": 30, "queue_dedup": 30}
+    received = await queue.receive(max_messages=10)
+    assert [json.loads(m.body)["job_id"] for m in received] == [job.id for job in jobs[:10]]  # FIFO by intake
+    stored = [await store.get_job(job.id) for job in jobs]
+    assert [job.domains if job else None for job in stored] == [job.domains for job in jobs]
+
+
+async def test_a_failed_shared_transaction_fails_every_job_in_it_and_records_none(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, _, intake = _parts(engine)
+
+    def refuse(conn: Connection, **_message: object) -> None:
+        conn.execute(text("INSERT INTO queue_dedup_missing VALUES (1)"))
+
+    monkeypatch.setattr(sql_queue, "insert_fresh_group_messages", refuse)
+    jobs = [_job(f"0b6f3c4e-0000-4000-8000-{n:012d}") for n in range(5)]
+    outcomes = await asyncio.gather(*(intake.accept(job) for job in jobs), return_exceptions=True)
+    assert [type(outcome) for outcome in outcomes] == [QueueUnavailable] * 5
+    assert [str(outcome).split(" could not")[0] for outcome in outcomes] == [f"job {job.id}" for job in jobs]
+    assert _row_counts(engine) == {"jobs": 0, "job_domains": 0, "queue_messages": 0, "queue_dedup": 0}
 
 
 async def test_a_missing_queue_table_fails_the_intake_cleanly(engine: Engine) -> None:

@@ -15,7 +15,8 @@ from sqlalchemy import Engine
 from firmsift.adapters.memory.queue import InMemoryReplyPublisher, PublishedReply
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.migrations import upgrade
-from firmsift.adapters.sql.queue import SqlQueue, SqlReplyPublisher
+from firmsift.adapters.sql.queue import SqlQueue
+from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
 from firmsift.domain.errors import QueueUnavailable
 
 pytestmark = pytest.mark.anyio

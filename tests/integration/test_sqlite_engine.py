@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from firmsift.adapters.sql.engine import in_transaction, make_engine
+from firmsift.adapters.sql.engine import SQLITE_CACHE_KIB, in_transaction, make_engine
 from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable
 
 
@@ -40,6 +40,17 @@ def test_transactions_of_one_process_take_turns_on_one_connection(tmp_path: Path
     finally:
         engine.dispose()
     assert len(used) == 1  # the pool sizes asked for do not apply to a file: one connection, in turn
+
+
+def test_a_connection_is_set_up_for_a_multi_process_service_and_batch_sized_writes(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'settings.db'}")
+    try:
+        with engine.connect() as conn:
+            settings = [conn.exec_driver_sql(f"PRAGMA {name}").scalar_one()
+                        for name in ("journal_mode", "foreign_keys", "synchronous", "cache_size")]
+    finally:
+        engine.dispose()
+    assert settings == ["wal", 1, 1, -SQLITE_CACHE_KIB]  # synchronous 1: NORMAL; a negative cache size is in KiB
 
 
 def test_driver_errors_leave_a_transaction_as_the_ports_errors_with_the_driver_error_as_cause(tmp_path: Path) -> None:

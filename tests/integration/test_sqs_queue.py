@@ -16,7 +16,8 @@ from botocore.config import Config
 from botocore.stub import Stubber
 
 from firmsift.adapters.sqs.queue import SqsQueue, SqsReplyPublisher
-from firmsift.domain.errors import QueueUnavailable, StaleReceipt
+from firmsift.domain.errors import QueuePartlySent, QueueUnavailable, StaleReceipt
+from firmsift.domain.work_messages import OutgoingMessage
 from tests.support.processes import refusing_port
 from tests.support.sqs_emulator import (
     emulator_queue_url,
@@ -124,6 +125,52 @@ async def test_delete_maps_what_aws_answers(code: str, message: str, expected: t
         stub.add_client_error("delete_message", code, message, expected_params={"QueueUrl": url, "ReceiptHandle": "x"})
         with pytest.raises(expected):
             await SqsQueue(client, url, visibility_timeout=30).delete("x")
+
+
+async def test_send_many_is_one_send_message_batch_call_per_ten_messages(client: Any, calls: Calls) -> None:
+    _, url = fresh_queue(client, "work.fifo")
+    messages = [OutgoingMessage(f'{{"job_id": "j{i}"}}', group_id=f"j{i}", dedup_id=f"j{i}") for i in range(23)]
+    await SqsQueue(client, url, visibility_timeout=30).send_many(messages)
+    batches = calls.of("SendMessageBatch")
+    assert [len(call["Entries"]) for call in batches] == [10, 10, 3] and calls.of("SendMessage") == []
+    sent = [entry for call in batches for entry in call["Entries"]]
+    assert [(e["MessageBody"], e["MessageGroupId"], e["MessageDeduplicationId"]) for e in sent] == [
+        (m.body, m.group_id, m.dedup_id) for m in messages]
+    assert client.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])[
+        "Attributes"]["ApproximateNumberOfMessages"] == "23"
+
+
+def stubbed_batches(stub: Stubber, url: str, messages: list[OutgoingMessage]) -> None:
+    """SQS accepts the first call's ten entries, and refuses entries 3 and 5 of the second."""
+    def entries(chunk: list[OutgoingMessage]) -> list[dict[str, str]]:
+        return [{"Id": str(i), "MessageBody": m.body, "MessageGroupId": m.group_id,
+                 "MessageDeduplicationId": m.dedup_id} for i, m in enumerate(chunk)]
+
+    def ok(ids: list[int]) -> list[dict[str, str]]:
+        return [{"Id": str(i), "MessageId": f"m{i}", "MD5OfMessageBody": "0" * 32} for i in ids]
+
+    stub.add_response("send_message_batch", {"Successful": ok(list(range(10))), "Failed": []},
+                      {"QueueUrl": url, "Entries": entries(messages[:10])})
+    failed = [{"Id": str(i), "SenderFault": False, "Code": "InternalError", "Message": "try again"} for i in (5, 3)]
+    stub.add_response("send_message_batch", {"Successful": ok([0, 1, 2, 4, 6, 7]), "Failed": failed},
+                      {"QueueUrl": url, "Entries": entries(messages[10:18])})
+
+
+async def test_send_many_says_how_many_messages_are_sent_for_sure() -> None:
+    client = offline_sqs_client()
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/work.fifo"
+    messages = [OutgoingMessage(f"m{i}", group_id=f"g{i}", dedup_id=f"d{i}") for i in range(18)]
+    with Stubber(client) as stub:
+        stubbed_batches(stub, url, messages)
+        with pytest.raises(QueuePartlySent, match="2 of 8 refused, the first with InternalError") as raised:
+            await SqsQueue(client, url, visibility_timeout=30).send_many(messages)
+    assert raised.value.sent == 13 and "13 of 18 messages sent" in str(raised.value)
+    with Stubber(client) as stub:  # a call that fails outright: nothing of it counts as sent
+        stub.add_response("send_message_batch", {"Successful": [], "Failed": []})
+        stub.add_client_error("send_message_batch", "ServiceUnavailable", "down", http_status_code=503)
+        with pytest.raises(QueuePartlySent, match="could not send messages") as raised:
+            await SqsQueue(client, url, visibility_timeout=30).send_many(messages)
+    assert raised.value.sent == 10 and isinstance(raised.value, QueueUnavailable)
 
 
 async def test_sending_to_a_missing_queue_is_queue_unavailable(client: Any, endpoint: str) -> None:

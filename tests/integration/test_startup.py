@@ -165,7 +165,7 @@ def test_known_settings_any_case_and_the_allow_list_are_not_warned() -> None:
     environ = {name: "x" for name in known_variables()} | {"firmsift_llm_model": "x", "OTHER_TOOL_SETTING": "x"}
     assert unknown_variable_warnings(environ) == []
     assert {"FIRMSIFT_TEST_POSTGRES_URL", "FIRMSIFT_VENV", "FIRMSIFT_CHROMIUM", "FIRMSIFT_API_KEY",
-            "FIRMSIFT_TEST_WORKERS"} <= set(OTHER_VARIABLES)
+            "FIRMSIFT_TEST_WORKERS", "FIRMSIFT_BIG_LIST_ROWS"} <= set(OTHER_VARIABLES)
 
 
 def test_a_name_far_from_any_setting_gets_no_guess() -> None:

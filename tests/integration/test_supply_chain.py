@@ -9,9 +9,9 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPROMISED_LITELLM = ("1.82.7", "1.82.8")
 
 
-def locked() -> dict[str, tuple[str, list[str]]]:
-    """name -> (version, hashes) from requirements.lock."""
-    text = (ROOT / "requirements.lock").read_text()
+def locked(lock: str = "requirements.lock") -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, hashes) from a lock file."""
+    text = (ROOT / lock).read_text()
     entries: dict[str, tuple[str, list[str]]] = {}
     for block in re.split(r"\n(?=[A-Za-z0-9])", text):
         match = re.match(r"([A-Za-z0-9_.\-\[\]]+)==([^\s;\\]+)", block)
@@ -32,7 +32,20 @@ def test_the_compromised_litellm_releases_are_excluded_everywhere() -> None:
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     [litellm] = [d for d in dependencies if d.startswith("litellm")]
     assert all(f"!={bad}" in litellm for bad in COMPROMISED_LITELLM)
-    assert all(f"!={bad}" in (ROOT / "requirements.in").read_text() for bad in COMPROMISED_LITELLM)
+    for inputs in ("requirements.in", "requirements-runtime.in"):
+        assert all(f"!={bad}" in (ROOT / inputs).read_text() for bad in COMPROMISED_LITELLM)
+
+
+def test_the_runtime_lock_is_the_full_lock_without_the_development_tools() -> None:
+    """The Docker image installs requirements-runtime.lock: every package there is in the full lock
+    (what CI tested) at the same version with the same hashes, and no test or lint tool is."""
+    full, runtime = locked(), locked("requirements-runtime.lock")
+    assert {name: entry for name, entry in runtime.items() if full.get(name) != entry} == {}
+    for tool in ("pytest", "hypothesis", "schemathesis", "werkzeug", "import-linter", "cfn-lint", "pytest-xdist"):
+        assert tool in full and tool not in runtime, tool
+    for needed in ("litellm", "sqlalchemy", "psycopg", "boto3", "alembic", "selectolax", "jinja2", "uvicorn"):
+        assert needed in runtime, needed
+    assert "requirements-runtime.lock" in (ROOT / "Dockerfile").read_text()
 
 
 def test_the_sqs_emulator_is_locked_with_integrity_hashes() -> None:

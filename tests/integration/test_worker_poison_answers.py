@@ -96,14 +96,14 @@ class Harness:
                 pass
         return deliveries
 
-    async def crash_once(self, job_id: str, after_finishing: str) -> None:
+    async def crash_once(self, job_id: str, after_finishing: str, siblings: int = 2) -> None:
         """A delivery whose worker dies (its task cancelled) once `after_finishing` has a result
-        while its siblings' LLM calls are under way: the message is left to come back."""
+        while all its `siblings`' LLM calls are under way: the message is left to come back."""
         [message] = await self.queue.receive()
         delivery = asyncio.create_task(self.worker.handle(message))
         for _ in range(3000):
             job = await self.store.get_job(job_id)
-            if job.result_for(after_finishing).status is not ResultStatus.PENDING and self.llm.in_flight:
+            if job.result_for(after_finishing).status is not ResultStatus.PENDING and self.llm.in_flight == siblings:
                 break
             await asyncio.sleep(0.01)
         else:

@@ -16,16 +16,20 @@ SQL_BACKENDS = ("sqlite", "postgresql")
 
 
 @contextmanager
-def migrated_engine(backend: str, folder: Path) -> Iterator[Engine]:
+def migrated_engine(backend: str, folder: Path, to: str | None = "head") -> Iterator[Engine]:
     """A fresh database of `backend` ("sqlite": a file in `folder`; "postgresql": a new database
-    that skips or fails loudly when the server is unreachable), migrated, disposed afterwards."""
+    that skips or fails loudly when the server is unreachable), migrated up to revision `to`
+    (None: left empty, as a database made before any revision or by older code), disposed afterwards."""
     if backend == "postgresql":
-        with postgres_engine() as engine:
+        with postgres_engine(migrate=False) as engine:
+            if to is not None:
+                upgrade(engine, to)
             yield engine
         return
     engine = make_engine(f"sqlite:///{folder / 'firmsift.db'}")
-    upgrade(engine)
     try:
+        if to is not None:
+            upgrade(engine, to)
         yield engine
     finally:
         engine.dispose()

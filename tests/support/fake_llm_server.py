@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import math
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.loopback_http import ServerThread
+from tests.support.provider_limits import ProviderLimits, tokens_of
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 PROVIDER_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers"
@@ -106,6 +108,10 @@ class FakeLLMServer:
     Every request is recorded in `requests`, refused ones included, so tests can count calls.
     `refuse` answers requests for a format kind (see ReceivedRequest.format_kind; "json_object"
     covers both json_object kinds) with a fixed reply, typically a real server's (load_fixture).
+    `limits` enforces a provider's requests and tokens per minute (ProviderLimits): every answer
+    then carries its x-ratelimit-* headers and bills about a token per four characters of the
+    messages and the answer; a request that does not fit is answered 429 with Retry-After (its
+    queued reply, if any, is spent all the same).
     """
 
     def __init__(
@@ -121,8 +127,14 @@ class FakeLLMServer:
         log_path: Path | None = None,
         keep_alive: bool = False,
         refuse: dict[str, Reply] | None = None,
+        count_tokens: bool = False,
+        limits: ProviderLimits | None = None,
     ) -> None:
         self.default = default
+        # Generated answers report usage as ~4 characters a token of the messages and the answer
+        # (a benchmark of the dry-run estimate needs usage that varies with the prompt); else 10/10.
+        self.count_tokens = count_tokens
+        self.limits = limits
         self.refuse = dict(refuse or {})
         # Real providers keep connections open; tests that stop and restart the server default
         # to closing each one, so no client holds a connection to a server that went away.
@@ -199,10 +211,30 @@ class FakeLLMServer:
             self.requests.append(received)
             reply = refusal or (self._queue.popleft() if self._queue else self._scripted(received.body))
         if reply is None:
-            reply = self.default or Reply(content=json.dumps(scripted_answer(received.body, self.decision)))
+            content = json.dumps(scripted_answer(received.body, self.decision))
+            reply = self.default or Reply(content=content, tokens=self._usage(received.body, content))
+        if self.limits is not None and reply.status == 200:
+            reply = self._within_limits(received, reply)
         self._log(received, reply)
         headers = reply.headers + (("content-type", reply.content_type),)
         return reply.status, _encode(reply), max(reply.delay, self.delay), headers
+
+    def _usage(self, body: Any, content: str) -> tuple[int, int]:
+        if not self.count_tokens:
+            return Reply.tokens
+        messages = body.get("messages", []) if isinstance(body, dict) else []
+        prompt = sum(len(m.get("content") or "") for m in messages if isinstance(m, dict))
+        return math.ceil(prompt / 4), math.ceil(len(content) / 4)
+
+    def _within_limits(self, received: ReceivedRequest, reply: Reply) -> Reply:
+        """The reply billed by size and with the limits' headers, or a 429 if it does not fit."""
+        assert self.limits is not None
+        billed = (tokens_of(json.dumps(received.body)), tokens_of(reply.content or ""))
+        allowed, headers = self.limits.charge(sum(billed))
+        if not allowed:
+            return Reply("Rate limit reached for requests or tokens per minute", status=429,
+                         delay=reply.delay, headers=headers)
+        return dataclasses.replace(reply, tokens=billed, headers=reply.headers + headers)
 
     def _scripted(self, body: Any) -> Reply | None:
         domain = requested_domain(body)
@@ -238,6 +270,7 @@ class FakeLLMServer:
                 "format": received.format_kind,
                 "status": reply.status,
                 "content": reply.content,
+                "tokens": sum(reply.tokens) if reply.status == 200 else 0,
             }
         )
         with self._lock, self.log_path.open("a", encoding="utf-8") as log:
@@ -405,8 +438,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--refuse", action="append", default=[], metavar="KIND=FIXTURE",
                         help="answer requests for a format kind (json_schema, json_object, json_object+schema, "
                              "none) with a recorded server answer from tests/fixtures/providers")
+    parser.add_argument("--count-tokens", action="store_true",
+                        help="report usage as ~4 characters a token of the messages and the answer (default: 10/10)")
+    parser.add_argument("--limit-requests", type=int, metavar="R",
+                        help="enforce R requests per minute, as OpenAI does (with --limit-tokens)")
+    parser.add_argument("--limit-tokens", type=int, metavar="T", help="enforce T tokens per minute")
     parser.add_argument("--script", type=Path, help='JSON replies by model and domain: {"*": {"a.com": {"content": ...}}}')
     args = parser.parse_args(argv)
+    if (args.limit_requests is None) != (args.limit_tokens is None):
+        parser.error("--limit-requests and --limit-tokens go together")
     server = FakeLLMServer(
         host=args.host,
         port=args.port,
@@ -416,7 +456,9 @@ def main(argv: list[str] | None = None) -> None:
         reject_json_schema=args.reject_json_schema,
         reject_response_format=args.reject_response_format,
         keep_alive=args.keep_alive,
+        count_tokens=args.count_tokens,
         refuse={kind: load_fixture(name) for kind, _, name in (rule.partition("=") for rule in args.refuse)},
+        limits=ProviderLimits(args.limit_requests, args.limit_tokens) if args.limit_requests is not None else None,
     )
     if args.script:
         server.script_file(args.script)

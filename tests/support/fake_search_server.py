@@ -86,8 +86,11 @@ def default_results(query: str) -> list[dict[str, str]]:
 class FakeSearchServer:
     """Loopback server on a free port; results are scripted per query and requests recorded."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, delay: float = 0.0) -> None:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, delay: float = 0.0, keep_alive: bool = False) -> None:
         self.delay = delay
+        # Real search APIs keep connections open (HTTP/1.1); by default each answer closes its
+        # connection (HTTP/1.0), so a test that stops the server leaves no client holding one.
+        self.keep_alive = keep_alive
         self.requests: list[ReceivedRequest] = []
         self.override: Reply | None = None  # when set, every search API answers with it
         self._scripted: dict[str, list[dict[str, str]]] = {}
@@ -159,6 +162,8 @@ class FakeSearchServer:
 
 def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             pass  # keep test output and the e2e process quiet
 
@@ -222,6 +227,8 @@ def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
                 self._headers_buffer.append(f"{name}: {value}\r\n".encode("utf-8", "surrogatepass"))
             if not reply.endless:
                 self.send_header("Content-Length", str(len(reply.body) * (2 if reply.cut_short else 1)))
+            if reply.endless or reply.cut_short:
+                self.close_connection = True  # its end is the connection's
             self.end_headers()
             self.wfile.write(reply.body)
             while reply.endless and not server.stopping:
@@ -268,11 +275,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait per request")
+    parser.add_argument("--keep-alive", action="store_true", help="keep connections open, as real search APIs do")
     parser.add_argument("--replay", metavar="FIXTURE",
                         help="answer every search API request with a recorded provider answer "
                              "from tests/fixtures/providers/search (e.g. searxng-json-format-disabled)")
     args = parser.parse_args(argv)
-    server = FakeSearchServer(host=args.host, port=args.port, delay=args.delay)
+    server = FakeSearchServer(host=args.host, port=args.port, delay=args.delay, keep_alive=args.keep_alive)
     if args.replay:
         server.override = load_fixture(args.replay)
     print(server.port, flush=True)

@@ -24,10 +24,14 @@ from firmsift.domain.estimates import (
     MIN_SAMPLES,
     PROMPT,
     STORED,
+    LATENCY_SAMPLES,
     DomainTally,
+    LatencyHistory,
     TokenHistory,
+    WorkerPace,
     estimated_tokens,
     tokens_per_question,
+    wall_seconds,
 )
 from firmsift.domain.model import Answer, KnownCompany, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
@@ -37,6 +41,7 @@ from firmsift.services.batch_intake import RecordBatchThenPublish, SubmitBatch, 
 
 CATALOG = load_catalog(None)
 CPG = CATALOG["cpg"]
+PACE = WorkerPace(llm_concurrency=4, domains_at_once=8)
 histories = st.builds(TokenHistory, st.integers(0, 10_000), st.floats(0, 1e6), st.floats(0, 1e5))
 
 
@@ -64,8 +69,12 @@ def estimator(store: InMemoryStore, pricing: Pricing | None = None) -> BatchEsti
             raise AssertionError("nothing to price: the price map must not be built")
         return pricing
 
+    def batch_prices() -> Pricing:
+        raise AssertionError("a standard batch is priced at the normal price")
+
     return BatchEstimator(catalog=CATALOG, known=store, answers=store, history=store, pricing=prices,
-                          model="m", llm_concurrency=4, job_size=3, max_domains=50, precheck_max_age=timedelta(days=7))
+                          batch_pricing=batch_prices, model="m", pace=PACE, job_size=3, max_domains=50,
+                          precheck_max_age=timedelta(days=7))
 
 
 def command(values: list[object]) -> SubmitBatch:
@@ -95,7 +104,7 @@ def test_the_dry_run_counts_what_the_real_request_accepts(values: list[object]) 
     assert (estimate["total"], estimate["accepted"], estimate["duplicates"]) == (
         real.batch.total, real.batch.accepted, real.batch.duplicates)
     assert [row["index"] for row in estimate["rejected"]] == [row.position for row in real.rejected]
-    paths = estimate["known_companies"] + estimate["cached"] + estimate["cached_precheck"] + estimate["to_ask"]
+    paths = estimate["human_answers"] + estimate["known_companies"] + estimate["cached"] + estimate["cached_precheck"] + estimate["to_ask"]
     assert paths == real.batch.accepted
 
 
@@ -136,3 +145,48 @@ def test_stored_token_counts_of_llm_answers_are_averaged(samples: int) -> None:
     history = anyio.run(lambda: store.token_history("cpg"))
     assert history.answers == samples and history.tokens_out == 50
     assert tokens_per_question(history, CPG).basis == (STORED if samples >= MIN_SAMPLES else PROMPT)
+
+
+latencies = st.builds(LatencyHistory, st.integers(1, LATENCY_SAMPLES), st.floats(0, 600), st.floats(0, 60))
+paces = st.builds(WorkerPace, st.integers(1, 64), st.sampled_from([0.0, 1.0, 60.0, 600.0]), st.integers(1, 256))
+
+
+@given(st.integers(1, 100_000), latencies, paces)
+def test_the_wall_time_is_the_slowest_of_the_workers_limits(to_ask: int, latency: LatencyHistory,
+                                                            pace: WorkerPace) -> None:
+    seconds = wall_seconds(to_ask, latency, pace)
+    assert seconds is not None
+    assert seconds >= to_ask * latency.llm_seconds / pace.llm_concurrency * (1 - 1e-9)
+    assert seconds >= to_ask * (latency.llm_seconds + latency.evidence_seconds) / pace.domains_at_once * (1 - 1e-9)
+    if pace.llm_requests_per_minute:
+        assert seconds >= to_ask * 60 / pace.llm_requests_per_minute * (1 - 1e-9)
+    assert wall_seconds(2 * to_ask, latency, pace) == pytest.approx(2 * seconds)  # linear in the domains to ask
+
+
+@given(latencies, paces)
+def test_the_wall_time_is_unknown_without_history_and_zero_with_nothing_to_ask(latency: LatencyHistory,
+                                                                               pace: WorkerPace) -> None:
+    assert wall_seconds(1, LatencyHistory(), pace) is None
+    assert wall_seconds(0, LatencyHistory(), pace) == wall_seconds(0, latency, pace) == 0.0
+
+
+def test_a_worker_that_runs_nothing_at_once_is_refused() -> None:
+    for bad in ({"llm_concurrency": 0}, {"llm_concurrency": 1, "domains_at_once": 0},
+                {"llm_concurrency": 1, "llm_requests_per_minute": -1.0}):
+        with pytest.raises(ValueError, match="at least one"):
+            WorkerPace(**bad)
+
+
+def test_the_dry_run_says_the_wall_time_from_the_latest_answers_latencies() -> None:
+    store = InMemoryStore()
+    assert anyio.run(lambda: estimator(store, FixedPricing(1.0, 2.0)).estimate(command(["a.com"])))["llm"][
+        "wall_time"].startswith("unknown: no LLM answer")
+    for i in range(3):
+        store.answers[(f"d{i}.com", "cpg")] = Answer(f"d{i}.com", "cpg", ResultStatus.DONE, utc_now(), Source.LLM,
+                                                     llm_seconds=2.0, evidence_seconds=1.0)
+    llm = anyio.run(lambda: estimator(store, FixedPricing(1.0, 2.0)).estimate(
+        command([f"new{i}.com" for i in range(40)])))["llm"]
+    # 40 × 2 s over 4 LLM slots = 20 s; 40 × 3 s over 8 domains at once = 15 s: the slots hold it back.
+    assert llm["wall_time_seconds"] == 20.0
+    assert llm["wall_time"] == ("about 20 s for one worker (mean of the latest 3 answers: LLM 2.00 s, "
+                                "evidence 1.00 s)")

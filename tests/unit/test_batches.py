@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from firmsift.domain.batch_documents import batch_status, estimated_finish, finished_at, progress_document
-from firmsift.domain.batch_results import RowResult, answer_names, csv_header, csv_line, json_line
+from firmsift.domain.batch_results import RowResult, answer_names, csv_header, csv_line, json_line, shown_result
 from firmsift.domain.batches import (
     BATCH_CANCELLED,
     Batch,
@@ -145,10 +145,10 @@ def test_result_lines_keep_the_callers_values_and_make_answer_cells_inert() -> N
     row = BatchRow(0, 2, json.dumps(["=1+1", "a.com"]), "a.com", "job0")
     header = next(csv.reader(io.StringIO(csv_header(CSV_BATCH, answer_names()))))
     assert header[:4] == ["Name", "Status", "firmsift_classified_domain", "firmsift_status"]  # no input shadowed
-    cells = next(csv.reader(io.StringIO(csv_line(CSV_BATCH, RowResult(row, "DONE", ANSWERED)))))
+    cells = next(csv.reader(io.StringIO(csv_line(CSV_BATCH, RowResult(row, "DONE", shown_result(ANSWERED))))))
     assert cells[0] == "=1+1" and cells[header.index("firmsift_reason")] == "'=HYPERLINK()"
     assert cells[header.index("firmsift_answer")] == "true"
-    line = json.loads(json_line(CSV_BATCH, RowResult(row, "DONE", ANSWERED)))
+    line = json.loads(json_line(CSV_BATCH, RowResult(row, "DONE", shown_result(ANSWERED))))
     assert line["input"] == {"Name": "=1+1", "Status": "a.com"} and line["reason"] == "=HYPERLINK()"
     assert (line["index"], line["line"], line["classified_domain"]) == (0, 2, "a.com")
 
@@ -167,7 +167,8 @@ def test_rejected_cancelled_and_dead_lettered_rows_say_why() -> None:
     assert (rejected["input"], rejected["status"], rejected["error"], rejected["classified_domain"]) == (
         7, "REJECTED", "must be a string, not int", None)
     row = BatchRow(1, None, '"a.com"', "a.com", "job0")
-    cancelled = json.loads(json_line(BATCH, RowResult(row, "CANCELLED", DomainResult("a.com"), BATCH_CANCELLED)))
+    cancelled_row = RowResult(row, "CANCELLED", shown_result(DomainResult("a.com")), BATCH_CANCELLED)
+    cancelled = json.loads(json_line(BATCH, cancelled_row))
     assert (cancelled["status"], cancelled["error"]) == ("CANCELLED", BATCH_CANCELLED)
     header = csv_header(BATCH, answer_names())
     assert header.startswith("input,classified_domain,status,")

@@ -54,6 +54,21 @@ def test_further_host_names_are_reported_as_not_used() -> None:
 
 
 @pytest.mark.parametrize(
+    ("cell", "others"),
+    [
+        # The same site written twice is not a site left unused (the 20,000-row e2e test's cells).
+        ("firm14.com, firm14.com", ()),
+        ("https://www.acme.com/ acme.com. ACME.COM", ()),
+        ("thekrogerco.com kroger.com, www.kroger.com/x", ("kroger.com",)),
+        ("acme.com localhost.local foo_bar.com foo_bar.com", ("localhost.local", "foo_bar.com")),
+    ],
+)
+def test_host_names_that_are_the_taken_domain_again_are_not_reported_as_not_used(cell: str,
+                                                                                  others: tuple[str, ...]) -> None:
+    assert domain_from_cell(cell).taken.others == others
+
+
+@pytest.mark.parametrize(
     ("cell", "reason"),
     [
         ("", "blank cell"),

@@ -4,6 +4,7 @@ downloads from the first unwritten row, and the one progress line."""
 
 from __future__ import annotations
 
+import copy
 import io
 from collections.abc import Iterator
 from typing import Any
@@ -71,13 +72,39 @@ def test_a_batch_the_api_finds_too_large_is_halved_and_each_key_names_its_rows()
     # 6 rows with 4 domains refused: 3 rows; then 3 rows with 3 domains refused: 1 row a batch
     assert [(c.start, c.rows) for c in state.chunks] == [(0, 3), (3, 1), (4, 1), (5, 1)]
     assert list(api.batches.values()) == [["a.com", "b.com"], ["a.com"], ["c.com"], ["d.com"]]
-    assert saved == [1, 2, 3, 4]  # the state is saved after each batch
+    # The state is saved before a batch of a new size is sent (6, 3, then 1 row), and after each batch.
+    assert saved == [0, 0, 1, 1, 2, 3, 4]
     again = FakeBatches(max_domains=2)
     submit_batches(again, rows(*CELLS), RunState("run", "file"), lambda s: None, rows_per_batch=6)
     assert again.keys == api.keys and len(set(api.keys)) == len(api.keys)  # the same rows: the same key
     other = FakeBatches(max_domains=2)
     submit_batches(other, rows(*CELLS), RunState("run", "another file"), lambda s: None, rows_per_batch=6)
     assert not set(other.keys) & set(api.keys)
+
+
+class StoppedAfterTheApiAccepted(Exception):
+    """The client died after the API accepted a batch and before it heard so."""
+
+
+def test_a_run_stopped_before_it_heard_a_batch_was_accepted_sends_the_same_batch_again() -> None:
+    """The halved size is saved before the batch is sent: a rerun sends the same rows under the same key
+    (the API answers with the batch it has), not a batch of another size that covers them a second time."""
+    api, state = FakeBatches(max_domains=2), RunState("run", "file")
+    saved: list[RunState] = []
+    accept = api.submit_batch
+
+    def accept_then_stop(domains: list[str], idempotency_key: str) -> str:
+        accept(domains, idempotency_key)
+        raise StoppedAfterTheApiAccepted
+
+    api.submit_batch = accept_then_stop  # type: ignore[method-assign]
+    with pytest.raises(StoppedAfterTheApiAccepted):
+        submit_batches(api, rows(*CELLS), state, lambda s: saved.append(copy.deepcopy(s)), rows_per_batch=6)
+    resumed = saved[-1]
+    assert (resumed.chunks, resumed.rows_per_batch) == ([], 3)
+    again = FakeBatches(max_domains=2)
+    submit_batches(again, rows(*CELLS), resumed, lambda s: None, rows_per_batch=6)
+    assert again.keys[0] == api.keys[0]  # the batch in flight, by its key: the API replays it
 
 
 def test_a_refused_batch_of_one_domain_stops_the_run() -> None:

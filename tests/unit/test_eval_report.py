@@ -20,7 +20,7 @@ from firmsift.domain.model import Evidence, QuoteStatus
 from firmsift.entrypoints.eval import figures as fig
 from firmsift.entrypoints.eval.document import report_document
 from firmsift.entrypoints.eval.report import render_html, render_markdown, summary_table, write_reports
-from firmsift.entrypoints.eval.report_html import CONTENT_SECURITY_POLICY
+from firmsift.entrypoints.eval.report_page import CONTENT_SECURITY_POLICY
 from firmsift.entrypoints.eval.report_markdown import escape as md_escape
 from firmsift.services.evaluation_run import (
     Candidate,

@@ -16,7 +16,8 @@ from firmsift.adapters.memory.evaluation import InMemorySnapshots
 from firmsift.adapters.memory.homepage import InMemoryHomepage
 from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.resolver import InMemoryResolver
-from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, OutcomeKind, score
+from firmsift.domain.evaluation import GatheredEvidence, LabelledDomain, OutcomeKind
+from firmsift.domain.evaluation_scores import score
 from firmsift.domain.site_status import SiteStatus, SiteVerdict
 from firmsift.services.evaluation_precheck import LiveSiteStatuses, ReplayedSiteStatuses
 from firmsift.services.evaluation_run import Candidate, CandidateSpec, Evaluation, LiveEvidence, evaluate

@@ -4,7 +4,8 @@ import math
 
 from hypothesis import given, strategies as st
 
-from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind, disagreements, percentile, score
+from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
+from firmsift.domain.evaluation_scores import disagreements, percentile, score
 from firmsift.domain.model import QuoteStatus
 
 A, U, F = OutcomeKind.ANSWERED, OutcomeKind.UNPARSEABLE, OutcomeKind.FAILED

@@ -53,7 +53,12 @@ def test_first_meta_of_a_kind_wins_and_hidden_titles_are_ignored() -> None:
 
 @pytest.mark.parametrize("tag", ["script", "style", "noscript", "template", "svg"])
 def test_non_content_elements_are_dropped(tag: str) -> None:
-    assert visible(f"<p>before</p><{tag}>secret <b>text</b></{tag}><p>after</p>") == "before after"
+    assert visible(f"<p>before</p><{tag}>secret <a>text</a></{tag}><p>after</p>") == "before after"
+
+
+def test_html_tags_inside_svg_leave_it_as_browsers_show_them() -> None:
+    # The HTML standard ends foreign content at tags such as <b> and <p>: a browser shows "shown".
+    assert visible("<svg>secret <b>shown</b></svg>") == "shown"
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
-from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedLLM, RateLimitedSearch
+from firmsift.adapters.memory.providers import StaticSearch
+from firmsift.adapters.decorators.rate_budget import RateBudget, RateLimitedSearch
 
 pytestmark = pytest.mark.anyio
 
@@ -99,16 +99,15 @@ def test_nonsense_budgets_are_refused(options: dict[str, float]) -> None:
         RateBudget(**options)  # type: ignore[arg-type]
 
 
-async def test_rate_limited_llm_and_search_spend_the_budget_and_keep_their_names() -> None:
+async def test_rate_limited_searches_spend_the_budget_and_keep_their_names() -> None:
     fake = FakeTime()
     limit = budget(120, fake)
-    llm = RateLimitedLLM(ScriptedLLM(model="m-1"), limit)
-    search = RateLimitedSearch(StaticSearch(), limit)  # one budget may be shared by several ports
-    assert llm.model == "m-1" and search.name == "static"
+    first, second = RateLimitedSearch(StaticSearch(), limit), RateLimitedSearch(StaticSearch(), limit)
+    assert first.name == "static"  # one budget may be shared by several ports
 
-    await llm.complete("s", "u", json_schema={})
-    await search.gather("acme.com")
-    await llm.complete("s", "u", json_schema={})
+    await first.gather("acme.com")
+    await second.gather("acme.com")
+    await first.gather("acme.com")
     assert fake.sleeps == [0.5, 0.5]
 
 

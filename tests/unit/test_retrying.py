@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.web.retry_after import retry_after_seconds
-from firmsift.adapters.decorators.retrying import RetryingLLM, RetryingSearch, RetryPolicy
+from firmsift.adapters.decorators.retrier import RetryPolicy
+from firmsift.adapters.decorators.retrying import RetryingLLM, RetryingSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
 
@@ -257,7 +258,7 @@ def test_any_retry_after_value_reads_as_none_or_a_finite_wait(value: str, millis
 async def test_a_tally_counts_retries_by_cause_and_keeps_them_out_of_the_warnings(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from firmsift.adapters.decorators.retrying import RetryTally
+    from firmsift.adapters.decorators.retrier import RetryTally
     from firmsift.domain.errors import FailureCause
 
     llm, fake, tally = ScriptedLLM(ANSWER), FakeTime(), RetryTally()
@@ -265,7 +266,7 @@ async def test_a_tally_counts_retries_by_cause_and_keeps_them_out_of_the_warning
                 ProviderError("slow", retryable=True, cause=FailureCause.TIMEOUT))
     retried = RetryingLLM(llm, RetryPolicy(), sleep=fake.sleep, random=lambda: 0.0, clock=fake.clock, tally=tally)
 
-    with caplog.at_level("DEBUG", logger="firmsift.adapters.decorators.retrying"):
+    with caplog.at_level("DEBUG", logger="firmsift.adapters.decorators.retrier"):
         assert await ask(retried) == ANSWER
     assert tally.summary() == "3 retries (timeout 2, other 1)"
     assert [r.levelname for r in caplog.records] == ["DEBUG"] * 3
@@ -279,7 +280,7 @@ async def test_without_a_tally_each_retry_is_a_warning_naming_its_cause(caplog: 
 
     llm, fake = ScriptedLLM(ANSWER), FakeTime()
     llm.enqueue(ProviderError("429", retryable=True, cause=FailureCause.RATE_LIMITED))
-    with caplog.at_level("WARNING", logger="firmsift.adapters.decorators.retrying"):
+    with caplog.at_level("WARNING", logger="firmsift.adapters.decorators.retrier"):
         await ask(retrying(llm, fake))
     [record] = caplog.records
     assert record.levelname == "WARNING" and record.cause == "rate limited"

@@ -64,6 +64,52 @@ async def test_publish_failure_marks_the_job_failed_and_raises() -> None:
     assert job.status is JobStatus.FAILED and "could not be queued" in (job.error or "")
 
 
+async def test_jobs_submitted_at_once_are_recorded_in_one_call_and_published_in_one_batch() -> None:
+    store = InMemoryStore()
+    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=5)
+    intake = RecordThenPublish(store, queue)
+    calls: list[str] = []
+    for name in ("create_job", "create_jobs"):
+        setattr(store, name, _recording(calls, name, getattr(store, name)))
+    queue.send_many = _recording(calls, "send_many", queue.send_many)  # type: ignore[method-assign]
+    jobs = await asyncio.gather(*(submit_job(SubmitJob("cpg", [f"d{n}.com"]), catalog=load_catalog(), intake=intake,
+                                             max_domains=10) for n in range(12)))
+    assert calls == ["create_jobs", "send_many"]
+    received = await queue.receive(max_messages=10)
+    assert [json.loads(m.body)["job_id"] for m in received] == [s.job.id for s in jobs[:10]]
+    assert {job.status for job in store.jobs.values()} == {JobStatus.PENDING} and len(store.jobs) == 12
+
+
+def _recording(calls: list[str], name: str, method):  # type: ignore[no-untyped-def]
+    async def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(name)
+        return await method(*args, **kwargs)
+
+    return recorded
+
+
+async def test_a_batch_publish_that_stops_part_way_fails_only_the_jobs_not_surely_queued() -> None:
+    store = InMemoryStore()
+    queue = InMemoryQueue("jobs", visibility_timeout=30, max_receives=5)
+    intake = RecordThenPublish(store, queue)
+    original_send, sends = queue.send, []
+
+    async def third_send_fails(body: str, *, group_id: str, dedup_id: str) -> str:
+        sends.append(group_id)
+        if len(sends) == 3:
+            raise QueueUnavailable("down")
+        return await original_send(body, group_id=group_id, dedup_id=dedup_id)
+
+    queue.send = third_send_fails  # type: ignore[method-assign]
+    outcomes = await asyncio.gather(*(submit_job(SubmitJob("cpg", [f"d{n}.com"]), catalog=load_catalog(),
+                                                 intake=intake, max_domains=10) for n in range(4)),
+                                    return_exceptions=True)
+    assert [isinstance(outcome, QueueUnavailable) for outcome in outcomes] == [False, False, True, True]
+    statuses = [store.jobs[job_id].status for job_id in sends[:3]] + [
+        job.status for job in store.jobs.values() if job.id not in sends]
+    assert statuses == [JobStatus.PENDING, JobStatus.PENDING, JobStatus.FAILED, JobStatus.FAILED]
+
+
 @pytest.mark.parametrize(
     ("command", "error"),
     [

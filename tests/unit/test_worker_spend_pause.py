@@ -3,6 +3,7 @@ companies, cached answers) are served, the rest stay PENDING, and its message co
 re-check interval without ever being dead-lettered; after the reset the job finishes."""
 
 import json
+import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -10,6 +11,7 @@ from dependency_injector import providers
 
 from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.adapters.memory.queue import InMemoryQueue
+from firmsift.domain.job_document import job_document
 from firmsift.domain.model import DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
 from firmsift.entrypoints.memory_container import in_memory_container
 from firmsift.entrypoints.settings import Settings
@@ -64,6 +66,14 @@ async def test_a_paused_job_serves_free_domains_comes_back_and_is_never_dead_let
     assert job.result_for("known.com").source is Source.KNOWN_COMPANY
     assert job.result_for("new.com").status is ResultStatus.PENDING
     assert await queue.approximate_counts() == {"visible": 0, "in_flight": 1}
+    # GET says why the job waits and until when: the key's limit, its reset, the next look at it.
+    paused = job_document(job)["paused"]
+    assert (paused["reason"], paused["limit"], paused["limit_usd"], paused["spent_usd"]) == (
+        "budget_exhausted", "key", 0.01, 0.02)
+    at, resets, check = (datetime.fromisoformat(paused[k]) for k in ("paused_at", "resets_at", "next_check_at"))
+    assert resets.time() == datetime.min.time() and check <= resets  # midnight UTC; looked at again by then
+    assert check - at == timedelta(seconds=min(RECHECK, math.ceil((resets - at).total_seconds())))
+    assert paused["message"].startswith("paused: the API key's daily spend limit of 0.01 USD was reached")
     counts = []
     for _ in range(6):  # many re-checks, with max receives 2
         await clock.advance(RECHECK - 1)
@@ -81,6 +91,7 @@ async def test_a_paused_job_serves_free_domains_comes_back_and_is_never_dead_let
     await handle_next(container, queue)
     job = await store.get_job("job-1")
     assert job.status is JobStatus.DONE and llm.calls_about("new.com") == 1
+    assert job_document(job)["paused"] is None
     assert await queue.approximate_counts() == {"visible": 0, "in_flight": 0}
 
 

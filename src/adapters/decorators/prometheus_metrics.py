@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from firmsift.domain.model import DomainResult, Evidence, Job
+from firmsift.domain.model import Answer, DomainResult, Evidence, Job
 from firmsift.domain.errors import ProviderError
+from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.domain.pacing import PacingState
 from firmsift.ports.providers import LLM, Completion, Pricing, Search
 from firmsift.ports.queue import QueueMessage, WorkQueue
 
@@ -42,6 +44,13 @@ class Metrics:
                                         ["model"], registry=r)
         self.llm_seconds = Histogram("firmsift_llm_call_seconds", "LLM call latency", buckets=_LATENCY_BUCKETS,
                                      registry=r)
+        self.llm_rate_limited = Counter("firmsift_llm_rate_limited", "LLM call attempts the provider refused "
+                                        "as rate limited (HTTP 429)", registry=r)
+        self.llm_pacing_wait = Counter("firmsift_llm_pacing_wait_seconds", "Seconds LLM call attempts waited for "
+                                       "their paced turn", registry=r)
+        self.llm_learned_limit = Gauge("firmsift_llm_learned_limit_per_minute", "The LLM provider's limits per "
+                                       "minute as its headers announced them, by kind (requests, tokens)",
+                                       ["kind"], registry=r)
         self.search_calls = Counter("firmsift_search_calls", "Search calls, by provider and outcome",
                                     ["provider", "outcome"], registry=r)
         self.search_seconds = Histogram("firmsift_search_call_seconds", "Search call latency, by provider",
@@ -54,14 +63,34 @@ class Metrics:
         self.messages_deleted = Counter("firmsift_queue_messages_deleted", "Work-queue messages deleted", registry=r)
         self.dead_lettered = Counter("firmsift_messages_dead_lettered",
                                      "Jobs found in the dead-letter queue and marked FAILED", registry=r)
+        self.economy_answers = Counter("firmsift_economy_answers", "Answers read from the provider's batch API "
+                                       "(economy mode), by outcome", ["status"], registry=r)
 
     def count_domain(self, result: DomainResult) -> None:
         self.domains.labels(source=result.source.value if result.source else "none", status=result.status.value).inc()
         if result.site_status is not None:
             self.site_statuses.labels(status=result.site_status).inc()
 
+    def count_pacing(self, state: PacingState, waited: float) -> None:
+        """A paced turn: the seconds it waited, and the limits learned so far."""
+        self.llm_pacing_wait.inc(waited)
+        for kind, limit in (("requests", state.limit_requests), ("tokens", state.limit_tokens)):
+            if limit:
+                self.llm_learned_limit.labels(kind=kind).set(limit)
+
     def count_evidence_reuse(self, classifier: str) -> None:
         self.evidence_reused.labels(classifier=classifier).inc()
+
+    def count_economy_answer(self, answer: Answer) -> None:
+        """An answer a provider batch gave (or a question it failed): counted, and its tokens and
+        cost added to the LLM's, by the model that answered."""
+        self.economy_answers.labels(status=answer.status.value).inc()
+        model = answer.model or "unknown"
+        if answer.tokens_in is not None and answer.tokens_out is not None:
+            self.llm_tokens.labels(model=model, direction="in").inc(answer.tokens_in)
+            self.llm_tokens.labels(model=model, direction="out").inc(answer.tokens_out)
+        if answer.cost_usd is not None:
+            self.llm_cost.labels(model=model).inc(answer.cost_usd)
 
     def count_job(self, job: Job, seconds: float) -> None:
         self.jobs_finished.labels(status=job.status.value).inc()
@@ -142,6 +171,9 @@ class MeteredQueue:
 
     async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
         return await self.inner.send(body, group_id=group_id, dedup_id=dedup_id)
+
+    async def send_many(self, messages: Sequence[OutgoingMessage]) -> None:
+        await self.inner.send_many(messages)
 
     async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
         messages = await self.inner.receive(max_messages=max_messages, wait_seconds=wait_seconds)

@@ -1,4 +1,4 @@
-"""A requests-per-minute budget shared by concurrent callers, and port decorators that spend it."""
+"""A requests-per-minute budget shared by concurrent callers, and the search decorator that spends it."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import Any
 
 from firmsift.domain.clock import Sleep
 from firmsift.domain.model import Evidence
-from firmsift.ports.providers import LLM, Completion, Search
+from firmsift.ports.providers import Search
 
 
 class RateBudget:
@@ -68,19 +67,6 @@ class RateBudget:
 
     async def __aexit__(self, *exc_info: object) -> None:
         return None
-
-
-class RateLimitedLLM:
-    """An LLM whose calls each wait for a slot in a RateBudget before reaching the provider."""
-
-    def __init__(self, llm: LLM, budget: RateBudget) -> None:
-        self.inner = llm
-        self.model = llm.model
-        self.budget = budget
-
-    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
-        async with self.budget:
-            return await self.inner.complete(system, user, json_schema=json_schema)
 
 
 class RateLimitedSearch:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from dataclasses import dataclass
 
+from firmsift.adapters.llm.credential_report import ProviderCredentials
 from firmsift.adapters.llm.offline import litellm
+
+__all__ = ["ProviderCredentials", "provider_credentials"]
 
 # Providers that authenticate through a cloud credential chain (instance or task roles,
 # application default credentials) as well as through variables: unset variables prove nothing.
@@ -16,19 +18,6 @@ CREDENTIAL_CHAIN_PROVIDERS = frozenset({"bedrock", "bedrock_converse", "sagemake
 
 # Variables litellm may list as missing that are not credentials.
 NOT_CREDENTIALS = ("_API_BASE", "_BASE_URL", "_API_VERSION", "_REGION", "_REGION_NAME", "_PROJECT", "_LOCATION")
-
-
-@dataclass(frozen=True)
-class ProviderCredentials:
-    """What litellm says about a model's provider: its name ("" when litellm cannot tell), the
-    variables it would read the credentials from, and whether they are missing."""
-
-    provider: str
-    variables: tuple[str, ...]
-
-    @property
-    def missing(self) -> bool:
-        return bool(self.variables)
 
 
 def provider_credentials(model: str) -> ProviderCredentials:

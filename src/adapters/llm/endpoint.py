@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
+import os
 from urllib.parse import urlsplit
 
-if TYPE_CHECKING:  # the module itself imports litellm: only when a check runs
-    from firmsift.adapters.llm.credentials import ProviderCredentials
+from firmsift.adapters.llm.client_choice import openai_chat_model
+from firmsift.adapters.llm.credential_report import ProviderCredentials
 
 # Names that only ever resolve inside one machine or one private network.
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+OPENAI_KEY_VARIABLE = "OPENAI_API_KEY"
+OPENAI_API_BASE = "https://api.openai.com/v1"  # where OpenAI's own API lives
 
 
 def api_base_host(api_base: str | None) -> str | None:
@@ -57,10 +59,13 @@ def unset_credentials(model: str, *, api_base: str | None, api_key: str | None) 
     (local or a gateway: only it knows whether it wants a key, and it says so if it does).
     Otherwise litellm says which of the provider's own variables (OPENAI_API_KEY,
     ANTHROPIC_API_KEY, ...) it would read; when none of them is set the call would fail before
-    reaching the provider.
+    reaching the provider. A model of OpenAI's chat completions needs OPENAI_API_KEY, as litellm
+    says, told without importing litellm (a worker on the direct client never does).
     """
     if api_key or api_base:
         return None
+    if openai_chat_model(model) is not None:
+        return None if os.environ.get(OPENAI_KEY_VARIABLE) else ProviderCredentials("openai", (OPENAI_KEY_VARIABLE,))
     # Imported here: litellm costs seconds, and only a process that calls the LLM needs it.
     from firmsift.adapters.llm.credentials import provider_credentials
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -18,22 +16,23 @@ import httpx  # litellm's own transport; its errors name transport failures too
 import openai  # litellm's own dependency; its exception types name transport failures
 
 from firmsift.adapters.web.bounded_body import UnreadableBody
+from firmsift.adapters.llm.failure_signs import (
+    DETAIL_LIMIT,
+    REFUSAL_STATUSES,
+    caused_by,
+    chain,
+    names_the_format,
+    transport_failure,
+    transport_sentence,
+)
 from firmsift.adapters.llm.offline import litellm
 from firmsift.domain.errors import FailureCause
 from firmsift.domain.excerpts import excerpt
 
-# Words a provider uses when it refuses the output-format option itself, not the request:
-# llama.cpp "response_format type must be one of ...", llama-cpp-python's validation error at
-# loc ('body', 'response_format', 'type'), LM Studio "'response_format.type' must be ...",
-# vLLM "The provided JSON schema contains features not supported by xgrammar".
-_FORMAT_WORDS = ("response_format", "response format", "json_object", "json_schema", "schema", "grammar",
-                 "structured output", "guided")
-# Statuses a format refusal comes with: 400/422 (llama.cpp, LM Studio, vLLM), 500 (llama-cpp-python,
-# older llama.cpp), 501 (llama.cpp's "not supported").
-_REFUSAL_STATUSES = (400, 422, 500, 501)
 _LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
 _BARE_STATUS = re.compile(r"Error code: \d+")
-DETAIL_LIMIT = 300
+__all__ = ["DETAIL_LIMIT", "answered", "classify", "is_transient", "provider_message", "refuses_output_format",
+           "response_headers"]
 
 
 def refuses_output_format(exc: Exception) -> bool:
@@ -49,10 +48,9 @@ def refuses_output_format(exc: Exception) -> bool:
                         litellm.RateLimitError, litellm.AuthenticationError, litellm.PermissionDeniedError,
                         litellm.Timeout)):
         return False
-    if _transport_failure(exc) is not None or getattr(exc, "status_code", None) not in _REFUSAL_STATUSES:
+    if _transport_failure(exc) is not None or getattr(exc, "status_code", None) not in REFUSAL_STATUSES:
         return False
-    text = provider_message(exc).lower()
-    return any(word in text for word in _FORMAT_WORDS)
+    return names_the_format(provider_message(exc))
 
 
 def is_transient(exc: Exception) -> bool:
@@ -65,12 +63,12 @@ def is_transient(exc: Exception) -> bool:
     Nor is a body refused by our limits (a compression bomb, an endless answer), whatever the
     client wrapped it in.
     """
-    if _caused_by(exc, (UnreadableBody,)):
+    if caused_by(exc, (UnreadableBody,)):
         return False
     transport = _transport_failure(exc)
     if transport is not None:
         return transport is not FailureCause.REJECTED
-    if _caused_by(exc, (json.JSONDecodeError,)):
+    if caused_by(exc, (json.JSONDecodeError,)):
         return False
     status = getattr(exc, "status_code", None)
     if isinstance(exc, litellm.RateLimitError) or status in (408, 429):
@@ -81,14 +79,14 @@ def is_transient(exc: Exception) -> bool:
 def classify(exc: Exception, where: str, scrub: Callable[[str], str] = str) -> tuple[FailureCause, str]:
     """(the cause, a sentence naming it) for a failed call to the provider at `where` (a host).
     `scrub` removes secrets from the provider's words before they are shortened."""
-    if isinstance(exc, litellm.Timeout) or _caused_by(exc, (TimeoutError, httpx.TimeoutException)):
+    if isinstance(exc, litellm.Timeout) or caused_by(exc, (TimeoutError, httpx.TimeoutException)):
         return FailureCause.TIMEOUT, "timed out (timeout)"
-    refused = next((link for link in _chain(exc) if isinstance(link, UnreadableBody)), None)
+    refused = next((link for link in chain(exc) if isinstance(link, UnreadableBody)), None)
     if refused is not None:
         return FailureCause.UNREADABLE_RESPONSE, f"the provider answered {refused}; it was not read"
     transport = _transport_failure(exc)
     if transport is not None:
-        return FailureCause.UNREACHABLE, _transport_sentence(exc, where)
+        return FailureCause.UNREACHABLE, transport_sentence(exc, where)
     detail = excerpt(scrub(provider_message(exc)), DETAIL_LIMIT)
     status = getattr(exc, "status_code", None)
     code = f"HTTP {status}, " if isinstance(status, int) and answered(exc) else ""
@@ -114,7 +112,7 @@ def _provider_cause(exc: Exception, status: object) -> tuple[FailureCause, str]:
     if isinstance(exc, litellm.BadRequestError) or status in (400, 422):
         return FailureCause.REJECTED, "the provider rejected the request"
     if isinstance(status, int) and status >= 500:
-        if answered(exc) and not _caused_by(exc, (json.JSONDecodeError,)):
+        if answered(exc) and not caused_by(exc, (json.JSONDecodeError,)):
             return FailureCause.PROVIDER_ERROR, "the provider failed"
         return FailureCause.UNREADABLE_RESPONSE, "the provider sent a response that could not be read"
     return FailureCause.OTHER, "the call failed"
@@ -135,7 +133,7 @@ def provider_message(exc: Exception) -> str:
 
 
 def _error_body(exc: BaseException) -> str | None:
-    for link in _chain(exc):
+    for link in chain(exc):
         body = getattr(link, "body", None)
         if isinstance(body, dict):
             inner = body.get("error", body)
@@ -166,58 +164,5 @@ def response_headers(exc: Exception) -> Any:
 
 
 def _transport_failure(exc: BaseException) -> FailureCause | None:
-    """UNREACHABLE for a connection that failed before any answer, REJECTED for a TLS failure
-    (not transient), None when the provider was reached."""
-    if _caused_by(exc, (ssl.SSLError, ssl.CertificateError)) or _named_in_chain(exc, "SSL", "Certificate"):
-        return FailureCause.REJECTED
-    if _caused_by(exc, (openai.APIConnectionError, ConnectionError, httpx.TransportError, socket.gaierror)):
-        return FailureCause.UNREACHABLE
-    return None
-
-
-def _transport_sentence(exc: BaseException, where: str) -> str:
-    if _transport_failure(exc) is FailureCause.REJECTED:
-        reason = _deepest(exc)
-        return f"TLS failed with {where}: {excerpt(str(reason), DETAIL_LIMIT) or type(reason).__name__}"
-    if _caused_by(exc, (socket.gaierror,)) or _named_in_chain(exc, "DNS"):
-        return f"could not reach the provider: could not resolve host {where} (DNS)"
-    if _caused_by(exc, (ConnectionRefusedError,)):
-        return f"could not reach the provider: connection refused by {where} (is the server running?)"
-    if _caused_by(exc, (ConnectionResetError, BrokenPipeError)):
-        return f"could not reach the provider: {where} closed the connection"
-    return f"could not reach the provider at {where} ({type(_deepest(exc)).__name__})"
-
-
-def _deepest(exc: BaseException) -> BaseException:
-    seen: set[int] = set()
-    current = exc
-    while id(current) not in seen:
-        seen.add(id(current))
-        following = current.__cause__ or current.__context__
-        if following is None:
-            break
-        current = following
-    return current
-
-
-def _named_in_chain(exc: BaseException, *words: str) -> bool:
-    """aiohttp's connector errors (ClientConnectorDNSError, ClientConnectorCertificateError) are
-    told apart by name: aiohttp is litellm's transport, not ours to import."""
-    return any(any(word in type(link).__name__ for word in words) for link in _chain(exc))
-
-
-def _caused_by(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
-    """litellm re-wraps transport errors (a refused connection surfaces as an HTTP 500), so look
-    down the chain of causes for the real one."""
-    return any(isinstance(link, kinds) for link in _chain(exc))
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: set[int] = set()
-    links: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        links.append(current)
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return links
+    """transport_failure, with the OpenAI client's connection error counted (litellm wraps it)."""
+    return transport_failure(exc, (openai.APIConnectionError,))

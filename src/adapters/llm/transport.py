@@ -26,12 +26,11 @@ import ssl
 import httpx
 from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler, get_ssl_configuration
 
-from firmsift.adapters.web.bounded_body import BodyLimits
+from firmsift.adapters.llm.answers import LLM_RESPONSE_LIMITS
 from firmsift.adapters.web.bounded_transport import bounded_client
 from firmsift.adapters.llm.offline import litellm
 
-# An answer holds at most max_tokens of text (a few KB); 4 MB leaves room for any honest one.
-LLM_RESPONSE_LIMITS = BodyLimits(max_bytes=4_000_000)
+__all__ = ["LLM_RESPONSE_LIMITS", "LitellmHttp", "provider_of", "reads_within_limits"]
 
 # Providers litellm reaches through the OpenAI client (read through litellm.aclient_session).
 OPENAI_CLIENT_PROVIDERS = frozenset({

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime
 
 from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.domain.batch_results import RowResult
+from firmsift.domain.batch_results import RowResult, shown_result
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
+from firmsift.domain.budgets import BatchPause
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.spend import total_spend
 
@@ -21,6 +23,9 @@ class InMemoryBatches:
         self.batches: dict[str, Batch] = {}
         self.rows: dict[str, list[BatchRow]] = {}
         self.job_batch: dict[str, str] = {}
+        # Called by cancel with the batch's job ids; returns the jobs it failed (economy mode's
+        # waiting jobs: an InMemoryDeferredQuestions over this store adds itself).
+        self.withdrawals: list[Callable[[list[str]], Awaitable[int]]] = []
 
     async def record(self, plan: BatchPlan) -> Batch:
         batch = plan.batch()
@@ -41,6 +46,10 @@ class InMemoryBatches:
     async def get_batch(self, batch_id: str) -> Batch | None:
         return self.batches.get(batch_id)
 
+    async def owned_batches(self, owner: str, limit: int) -> list[Batch]:
+        owned = [batch for batch in self.batches.values() if batch.owner == owner]
+        return sorted(owned, key=lambda batch: batch.created_at, reverse=True)[:limit]
+
     async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
         return [row for row in self.rows.get(batch_id, []) if row.rejection is not None]
 
@@ -55,7 +64,8 @@ class InMemoryBatches:
                     by_source[result.source.value] = by_source.get(result.source.value, 0) + 1
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
                            cancelled=tally["CANCELLED"], by_source=by_source,
-                           spend=total_spend(result for job in self._jobs(batch_id) for result in job.results))
+                           spend=total_spend(result for job in self._jobs(batch_id) for result in job.results),
+                           pause=self._pause(batch_id))
 
     async def has_unfinished_jobs(self, batch_id: str) -> bool:
         return any(not job.status.finished for job in self._jobs(batch_id))
@@ -68,10 +78,13 @@ class InMemoryBatches:
         batch = self.batches[batch_id]
         if batch.cancelled_at is None:
             self.batches[batch_id] = replace(batch, cancelled_at=at)
+        job_ids = [job.id for job in self._jobs(batch_id)]
         cancelled = 0
-        for job in self._jobs(batch_id):
-            if await self.store.set_job_status(job.id, JobStatus.FAILED, BATCH_CANCELLED, only_from=(JobStatus.PENDING,)):
+        for job_id in job_ids:
+            if await self.store.set_job_status(job_id, JobStatus.FAILED, BATCH_CANCELLED, only_from=(JobStatus.PENDING,)):
                 cancelled += 1
+        for withdraw in self.withdrawals:
+            cancelled += await withdraw(job_ids)
         return cancelled
 
     async def batch_of_job(self, job_id: str) -> Batch | None:
@@ -81,6 +94,10 @@ class InMemoryBatches:
     async def record_reply(self, batch_id: str) -> None:
         self.batches[batch_id] = replace(self.batches[batch_id], reply_sent=True)
 
+    def _pause(self, batch_id: str) -> BatchPause | None:
+        paused = [job.pause for job in self._jobs(batch_id) if job.status is JobStatus.PENDING and job.pause]
+        return BatchPause(max(paused, key=lambda p: p.paused_at), len(paused)) if paused else None
+
     def _jobs(self, batch_id: str) -> list[Job]:
         return [self.store.jobs[job_id] for job_id, owner in self.job_batch.items() if owner == batch_id]
 
@@ -89,4 +106,4 @@ class InMemoryBatches:
             return RowResult(row)
         job = self.store.jobs[row.job_id]
         result = job.result_for(row.domain)
-        return RowResult(row, domain_state(result.status.value, job.status, job.error), result, job.error)
+        return RowResult(row, domain_state(result.status.value, job.status, job.error), shown_result(result), job.error)

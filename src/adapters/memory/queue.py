@@ -7,10 +7,11 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from firmsift.domain.errors import StaleReceipt
+from firmsift.domain.work_messages import OutgoingMessage, send_each
 from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
 _SHORTEST_PAUSE = 0.01  # floor on a long-poll pause, so clock jitter cannot turn it into a spin
@@ -64,6 +65,9 @@ class InMemoryQueue:
     def fail_next_send(self, error: Exception) -> None:
         """Make the next send raise `error` (e.g. QueueUnavailable), as a broken queue would."""
         self._send_failures.append(error)
+
+    async def send_many(self, messages: Sequence[OutgoingMessage]) -> None:
+        await send_each(lambda m: self.send(m.body, group_id=m.group_id, dedup_id=m.dedup_id), messages)
 
     async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
         """Store the message and return its id (the first one's for a duplicate)."""

@@ -7,7 +7,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import replace
 from datetime import datetime
 
-from firmsift.domain.estimates import TokenHistory
+from firmsift.domain.budgets import JobPause
+from firmsift.domain.estimates import LATENCY_SAMPLES, LatencyHistory, TokenHistory
 from firmsift.domain.evidence_use import evidence_origin, may_lend_evidence
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany, Source
@@ -16,7 +17,7 @@ from firmsift.domain.spend import Spend, total_spend
 
 
 class InMemoryStore:
-    """Implements JobRepository, AnswerStore, KnownCompanies and SpendLedger."""
+    """Implements JobRepository, AnswerStore, AnswerHistory, KnownCompanies and SpendLedger."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
@@ -31,6 +32,17 @@ class InMemoryStore:
             for earlier in self.jobs.values():
                 if (earlier.owner, earlier.idempotency_key) == (job.owner, job.idempotency_key):
                     raise IdempotencyKeyTaken(earlier)
+        self._store_new(job)
+
+    async def create_jobs(self, jobs: Collection[Job]) -> None:
+        if any(job.idempotency_key is not None for job in jobs):
+            raise ValueError("create_jobs stores jobs without an idempotency key; use create_job")
+        if any(job.id in self.jobs for job in jobs):
+            raise ValueError("a job exists already")  # checked first: none is stored then
+        for job in jobs:
+            self._store_new(job)
+
+    def _store_new(self, job: Job) -> None:
         self.jobs[job.id] = replace(job, results=tuple(DomainResult(domain=d) for d in job.domains))
 
     async def get_job(self, job_id: str) -> Job | None:
@@ -44,8 +56,13 @@ class InMemoryStore:
         job = self.jobs[job_id]
         if only_from is not None and job.status not in only_from:
             return False
-        self.jobs[job_id] = replace(job, status=status, error=error)
+        self.jobs[job_id] = replace(job, status=status, error=error, pause=None)
         return True
+
+    async def record_pause(self, job_id: str, pause: JobPause) -> None:
+        job = self.jobs.get(job_id)
+        if job is not None and job.status is JobStatus.PENDING:
+            self.jobs[job_id] = replace(job, pause=pause)
 
     async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
         check_storable(result, answer)  # refuse what the SQL stores refuse
@@ -81,6 +98,15 @@ class InMemoryStore:
             return TokenHistory()
         return TokenHistory(len(counted), sum(i for i, _ in counted) / len(counted),
                             sum(o for _, o in counted) / len(counted))
+
+    async def latency_history(self, classifier: str) -> LatencyHistory:
+        timed = sorted((a for (_, name), a in self.answers.items() if name == classifier
+                        and a.source is Source.LLM and a.llm_seconds is not None),
+                       key=lambda a: a.answered_at, reverse=True)[:LATENCY_SAMPLES]
+        if not timed:
+            return LatencyHistory()
+        return LatencyHistory(len(timed), sum(a.llm_seconds or 0.0 for a in timed) / len(timed),
+                              sum(a.evidence_seconds or 0.0 for a in timed) / len(timed))
 
     async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
         lenders = [answer for (stored_domain, _), answer in self.answers.items()

@@ -30,7 +30,11 @@ class SqlBatchIntake:
             # Each job is new in this transaction: the first and only message of its group.
             self._queue.enqueue_fresh_groups_in(conn, [(job_message(job.id), job.id) for job in jobs])
 
+        def record(conn: Connection) -> Batch:
+            self._queue.purge_expired_in(conn)  # once for the batch, not once per chunk of its jobs
+            return self._batches.record_in(conn, plan, enqueue)
+
         # A database failure leaves as DatabaseFailure (a 503), with nothing recorded.
-        batch = await in_transaction(self._engine, lambda conn: self._batches.record_in(conn, plan, enqueue))
+        batch = await in_transaction(self._engine, record)
         self._queue.wake_receivers()
         return batch

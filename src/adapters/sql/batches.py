@@ -9,15 +9,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select, text, update
+from sqlalchemy import Connection, Engine, Select, func, select, text, update
 
-from firmsift.adapters.sql.bulk_insert import insert_rows
+from firmsift.adapters.sql.bulk_insert import driver_cursor, insert_rows
+from firmsift.adapters.sql.deferred_questions import withdraw_waiting_jobs
 from firmsift.adapters.sql.engine import in_transaction
 from firmsift.adapters.sql.store import SqlStore
-from firmsift.adapters.sql.store_rows import domain_result, epoch_time
+from firmsift.adapters.sql.store_rows import epoch_time, job_pause, shown_result_from_row
 from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_domains, jobs
-from firmsift.domain.batch_results import RowResult
+from firmsift.domain.batch_results import NO_RESULT, RowResult, ShownResult
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
+from firmsift.domain.budgets import BatchPause
+from firmsift.domain.economy import BatchMode
 from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus, ResultStatus
 from firmsift.domain.spend import Spend, add_spends
 
@@ -26,11 +29,34 @@ from firmsift.domain.spend import Spend, add_spends
 # for the first transaction and then finds its row.
 INSERT_BATCH = text("""
     INSERT INTO batches (id, classifier, owner, reply_queue, idempotency_key, request_hash, csv_header,
-                         total, accepted, duplicates, rejected, created_at, reply_sent)
+                         total, accepted, duplicates, rejected, created_at, reply_sent, mode, refresh)
     VALUES (:id, :classifier, :owner, :reply_queue, :idempotency_key, :request_hash, :csv_header,
-            0, 0, 0, 0, :created_at, FALSE)
+            0, 0, 0, 0, :created_at, FALSE, :mode, :refresh)
     ON CONFLICT (owner, idempotency_key) DO NOTHING
 """)
+BATCH_ROW_COLUMNS = ("batch_id", *BatchRow._fields)  # position, line, original, domain, job_id, rejection
+# A page of a batch's rows picked first (by the primary key, in order), then each joined to its
+# domain's result (by the unique index on job_id, domain) and its job: only the page is joined,
+# whatever the planner guesses of a batch just written (PostgreSQL has no statistics yet).
+_RESULT_PAGE = f"""
+    SELECT {", ".join(f"r.{name}" for name in BatchRow._fields)},
+           {", ".join(f"d.{name}" for name in ShownResult._fields)}, j.status, j.error
+    FROM (SELECT * FROM batch_rows WHERE batch_id = ? AND position > ? ORDER BY position LIMIT ?) AS r
+    LEFT JOIN job_domains AS d ON d.job_id = r.job_id AND d.domain = r.domain
+    LEFT JOIN jobs AS j ON j.id = r.job_id
+    ORDER BY r.position
+"""
+# Where a result page's columns change from the row's to its result's, and from those to its job's.
+_ROW_WIDTH = len(BatchRow._fields)
+_JOB_AT = _ROW_WIDTH + len(ShownResult._fields)
+# The result columns of a domain not yet answered, as pending_domain_values writes them (a batch
+# job's domain has no row until its first result: the LEFT JOIN's NULLs).
+_PENDING_COLUMNS = tuple({"status": ResultStatus.PENDING.value, "reason": "", "evidence": "[]"}.get(name)
+                         for name in ShownResult._fields)
+_STATUS_AT = _ROW_WIDTH + ShownResult._fields.index("status")
+_tuple_new = tuple.__new__
+_JOB_STATUSES = {status.value: status for status in JobStatus}  # a lookup per row, not an enum call
+_UNFINISHED_JOB_STATUSES = frozenset(status.value for status in UNFINISHED_STATUSES)
 
 
 class SqlBatches:
@@ -53,21 +79,18 @@ class SqlBatches:
             "id": batch.id, "classifier": batch.classifier, "owner": batch.owner, "reply_queue": batch.reply_queue,
             "idempotency_key": batch.idempotency_key, "request_hash": batch.request_hash,
             "csv_header": None if batch.columns is None else json.dumps(list(batch.columns)),
-            "created_at": batch.created_at.timestamp(),
+            "created_at": batch.created_at.timestamp(), "mode": batch.mode.value,
+            "refresh": batch.refresh,
         }).rowcount
         if written == 0:
             earlier = conn.execute(select(batches).where(
                 batches.c.owner == batch.owner, batches.c.idempotency_key == batch.idempotency_key)).mappings().one()
             raise BatchKeyTaken(_batch(earlier))
         for chunk in plan.chunks():
-            self.store.insert_jobs_in(conn, chunk.jobs)
+            self.store.insert_batch_jobs_in(conn, chunk.jobs)
             each_chunk(conn, chunk.jobs)
-            insert_rows(conn, batch_jobs, [{"job_id": job.id, "batch_id": batch.id} for job in chunk.jobs])
-            insert_rows(conn, batch_rows, [
-                {"batch_id": batch.id, "position": row.position, "line": row.line, "original": row.original,
-                 "domain": row.domain, "job_id": row.job_id, "rejection": row.rejection}
-                for row in chunk.rows
-            ])
+            insert_rows(conn, batch_jobs, ("job_id", "batch_id"), [(job.id, batch.id) for job in chunk.jobs])
+            insert_rows(conn, batch_rows, BATCH_ROW_COLUMNS, [(batch.id, *row) for row in chunk.rows])
         counted = plan.batch()
         conn.execute(update(batches).where(batches.c.id == batch.id).values(
             total=counted.total, accepted=counted.accepted, duplicates=counted.duplicates, rejected=counted.rejected))
@@ -79,6 +102,11 @@ class SqlBatches:
             return None if row is None else _batch(row)
 
         return await in_transaction(self.engine, work)
+
+    async def owned_batches(self, owner: str, limit: int) -> list[Batch]:
+        # The unique index on (owner, idempotency_key) finds the owner's rows.
+        query = select(batches).where(batches.c.owner == owner).order_by(batches.c.created_at.desc()).limit(limit)
+        return await in_transaction(self.engine, lambda conn: [_batch(r) for r in conn.execute(query).mappings()])
 
     async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
         query = (select(batch_rows).where(batch_rows.c.batch_id == batch_id, batch_rows.c.rejection.is_not(None))
@@ -98,7 +126,9 @@ class SqlBatches:
             .where(batch_jobs.c.batch_id == batch_id)
             .group_by(job_domains.c.status, job_domains.c.source, jobs.c.status, jobs.c.error)
         )
-        groups = await in_transaction(self.engine, lambda conn: conn.execute(query).mappings().all())
+        groups, unwritten, pause = await in_transaction(self.engine, lambda conn: (
+            conn.execute(query).mappings().all(), conn.execute(_unwritten_query(batch_id)).all(),
+            _pause_in(conn, batch_id)))
         tally = {"DONE": 0, "FAILED": 0, "PENDING": 0, "CANCELLED": 0}
         by_source: dict[str, int] = {}
         last: float | None = None
@@ -113,9 +143,12 @@ class SqlBatches:
             if group["status"] != ResultStatus.PENDING.value:  # total_spend's rule: pending spent nothing
                 spent.append(Spend(int(group["tokens_in"]), int(group["tokens_out"]), float(group["cost_usd"]),
                                    group["n"] - group["priced"]))
+        for job_status, job_error, n in unwritten:  # domains whose row comes with their first result
+            tally[domain_state(ResultStatus.PENDING.value, JobStatus(job_status), job_error)] += int(n or 0)
         return BatchCounts(done=tally["DONE"], failed=tally["FAILED"], pending=tally["PENDING"],
                            cancelled=tally["CANCELLED"], by_source=by_source,
-                           last_finished_at=None if last is None else epoch_time(last), spend=add_spends(spent))
+                           last_finished_at=None if last is None else epoch_time(last), spend=add_spends(spent),
+                           pause=pause)
 
     async def has_unfinished_jobs(self, batch_id: str) -> bool:
         unfinished = (select(batch_jobs.c.job_id).join(jobs, jobs.c.id == batch_jobs.c.job_id)
@@ -124,31 +157,26 @@ class SqlBatches:
         return await in_transaction(self.engine, lambda conn: conn.execute(unfinished).first() is not None)
 
     async def result_page(self, batch_id: str, *, after: int, limit: int) -> list[RowResult]:
-        def work(conn: Connection) -> list[RowResult]:
-            rows = [_row(r) for r in conn.execute(
-                select(batch_rows).where(batch_rows.c.batch_id == batch_id, batch_rows.c.position > after)
-                .order_by(batch_rows.c.position).limit(limit)).mappings().all()]
-            job_ids = sorted({row.job_id for row in rows if row.job_id is not None})
-            if not job_ids:
-                return [RowResult(row) for row in rows]
-            results = {(r["job_id"], r["domain"]): domain_result(r) for r in conn.execute(
-                select(job_domains).where(job_domains.c.job_id.in_(job_ids))).mappings().all()}
-            states = {r["id"]: (JobStatus(r["status"]), r["error"]) for r in conn.execute(
-                select(jobs.c.id, jobs.c.status, jobs.c.error).where(jobs.c.id.in_(job_ids))).mappings().all()}
-            return [_row_result(row, results, states) for row in rows]
+        def work(conn: Connection) -> list[Any]:
+            # The driver's own cursor: SQLAlchemy's row objects cost as much as the query.
+            statement = _RESULT_PAGE.replace("?", "?" if conn.dialect.paramstyle == "qmark" else "%s")
+            with driver_cursor(conn, statement) as cursor:
+                cursor.execute(statement, (batch_id, after, limit))
+                return cursor.fetchall()
 
-        return await in_transaction(self.engine, work)
+        return [_row_result(row) for row in await in_transaction(self.engine, work)]
 
     async def cancel(self, batch_id: str, at: datetime) -> int:
         def work(conn: Connection) -> int:
             conn.execute(update(batches).where(batches.c.id == batch_id, batches.c.cancelled_at.is_(None))
                          .values(cancelled_at=at.timestamp()))
+            batch_job_ids = select(batch_jobs.c.job_id).where(batch_jobs.c.batch_id == batch_id)
             # Compare-and-set on each job's status: one a worker has moved to RUNNING is left alone.
-            return conn.execute(
-                update(jobs).where(jobs.c.id.in_(select(batch_jobs.c.job_id).where(batch_jobs.c.batch_id == batch_id)),
-                                   jobs.c.status == JobStatus.PENDING.value)
+            unstarted = conn.execute(
+                update(jobs).where(jobs.c.id.in_(batch_job_ids), jobs.c.status == JobStatus.PENDING.value)
                 .values(status=JobStatus.FAILED.value, error=BATCH_CANCELLED, updated_at=time.time())
             ).rowcount
+            return unstarted + withdraw_waiting_jobs(conn, batch_job_ids)
 
         return await in_transaction(self.engine, work)
 
@@ -165,14 +193,46 @@ class SqlBatches:
             update(batches).where(batches.c.id == batch_id).values(reply_sent=True)))
 
 
-def _row_result(row: BatchRow, results: dict[tuple[str, str], Any],
-                states: dict[str, tuple[JobStatus, str | None]]) -> RowResult:
+def _unwritten_query(batch_id: str) -> Select[Any]:
+    """(job status, job error, domains) of the batch's jobs whose listed domains have no
+    job_domains row yet (migration 17), grouped by the job's status and error."""
+    listed = (func.length(jobs.c.batch_domains) - func.length(func.replace(jobs.c.batch_domains, "\n", "")) + 1)
+    written = select(func.count()).select_from(job_domains).where(job_domains.c.job_id == jobs.c.id).scalar_subquery()
+    return (select(jobs.c.status, jobs.c.error, func.sum(listed - written))
+            .select_from(batch_jobs.join(jobs, jobs.c.id == batch_jobs.c.job_id))
+            .where(batch_jobs.c.batch_id == batch_id, jobs.c.batch_domains.is_not(None))
+            .group_by(jobs.c.status, jobs.c.error))
+
+
+def _pause_in(conn: Connection, batch_id: str) -> BatchPause | None:
+    """The batch's PENDING jobs a spend limit paused: the latest pause and how many."""
+    paused = (select(jobs).join(batch_jobs, batch_jobs.c.job_id == jobs.c.id)
+              .where(batch_jobs.c.batch_id == batch_id, jobs.c.status == JobStatus.PENDING.value,
+                     jobs.c.paused_at.is_not(None)))
+    latest = conn.execute(paused.order_by(jobs.c.paused_at.desc()).limit(1)).mappings().first()
+    if latest is None:
+        return None
+    count = conn.execute(select(func.count()).select_from(paused.subquery())).scalar_one()
+    pause = job_pause(latest)
+    assert pause is not None  # paused_at is set
+    return BatchPause(pause, count)
+
+
+def _row_result(columns: Any) -> RowResult:
+    # Named tuples made by tuple.__new__: their own __new__ is a Python function, a call per row.
+    row: BatchRow = _tuple_new(BatchRow, columns[:_ROW_WIDTH])
     if row.job_id is None or row.domain is None:
         return RowResult(row)
-    result = results[(row.job_id, row.domain)]
-    job_status, job_error = states[row.job_id]
-    return RowResult(row, domain_state(result.status.value, job_status, job_error), result, job_error)
-
+    job_status, job_error = columns[_JOB_AT:]
+    status = columns[_STATUS_AT]  # NULL only where no row joined: job_domains.status is NOT NULL
+    if status is None or (status == ResultStatus.PENDING.value and columns[_ROW_WIDTH:_JOB_AT] == _PENDING_COLUMNS):
+        # Most rows of a running batch: no answer yet, shown by one shared NO_RESULT (which the
+        # lines write fastest), PENDING while its job has not ended.
+        state = "PENDING" if job_status in _UNFINISHED_JOB_STATUSES else domain_state(
+            ResultStatus.PENDING.value, _JOB_STATUSES[job_status], job_error)
+        return _tuple_new(RowResult, (row, state, NO_RESULT, job_error))
+    result = shown_result_from_row(columns[_ROW_WIDTH:_JOB_AT])
+    return RowResult(row, domain_state(result.status, _JOB_STATUSES[job_status], job_error), result, job_error)
 
 
 def _row(row: Any) -> BatchRow:
@@ -187,5 +247,6 @@ def _batch(row: Any) -> Batch:
         columns=None if row["csv_header"] is None else tuple(json.loads(row["csv_header"])),
         total=row["total"], accepted=row["accepted"], duplicates=row["duplicates"], rejected=row["rejected"],
         cancelled_at=None if row["cancelled_at"] is None else epoch_time(row["cancelled_at"]),
-        reply_sent=bool(row["reply_sent"]),
+        reply_sent=bool(row["reply_sent"]), mode=BatchMode(row["mode"]),
+        refresh=bool(row["refresh"]),
     )

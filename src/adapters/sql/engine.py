@@ -20,6 +20,7 @@ POSTGRES_DRIVER = "postgresql+psycopg"
 # Spellings people paste from other tools (Heroku, libpq docs) that name no driver.
 _DRIVERLESS_POSTGRES = {"postgresql", "postgres"}
 SQLITE_BUSY_TIMEOUT = 30  # seconds a transaction waits for another process's write lock
+SQLITE_CACHE_KIB = 16 * 1024  # page cache per connection (one per process)
 
 
 def database_url(url: str | URL) -> URL:
@@ -72,6 +73,10 @@ def _sqlite_engine(url: URL, pool_timeout: float) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # 16 MiB of page cache, not SQLite's 2 MiB: a batch writes 100,000 rows into indexes keyed
+        # by random job ids, and a small cache spills them to the WAL and reads them back (~6% of
+        # a 100,000-domain POST). Pages are only allocated as they are used.
+        cursor.execute(f"PRAGMA cache_size={-SQLITE_CACHE_KIB}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

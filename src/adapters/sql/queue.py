@@ -1,5 +1,5 @@
 """The embedded work queue: SQS FIFO semantics kept in the service's own database (SQLite or
-PostgreSQL), and the reply publisher that writes to any queue name in the same table.
+PostgreSQL). Its sends, and the reply publisher's, are in queue_sending.py.
 
 Waiting receivers wake on a send from this process (doorbell), on PostgreSQL on a send from any
 process (LISTEN/NOTIFY), and otherwise at every poll_interval."""
@@ -9,62 +9,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from firmsift.adapters.sql.queue_doorbell import doorbell_for
-from firmsift.adapters.sql.queue_statements import (
+from firmsift.adapters.sql.queue_receive_statements import (
     Claim,
     claim_messages,
     count_messages,
     delete_in_flight,
-    insert_fresh_group_messages,
-    insert_message,
     peek_messages,
     set_visible_at,
 )
-from firmsift.domain.errors import QueueUnavailable, StaleReceipt
+from firmsift.adapters.sql.queue_sending import send_to_queue, transact
+from firmsift.adapters.sql.queue_send_statements import (
+    insert_fresh_group_messages,
+    insert_message,
+    purge_expired_dedup_ids,
+)
+from firmsift.domain.errors import StaleReceipt
+from firmsift.domain.work_messages import OutgoingMessage, send_each
 from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
-T = TypeVar("T")
-
 _SHORTEST_PAUSE = 0.01  # floor on a long-poll pause, so clock jitter cannot turn it into a spin
-
-
-async def _transact(engine: Engine, work: Callable[[Connection], T], failure: str) -> T:
-    """Run `work` in one transaction off the event loop; database errors become QueueUnavailable."""
-
-    def run() -> T:
-        with engine.begin() as conn:
-            return work(conn)
-
-    try:
-        return await asyncio.to_thread(run)
-    except SQLAlchemyError as exc:
-        raise QueueUnavailable(f"{failure}: {getattr(exc, 'orig', None) or exc}") from exc
-
-
-async def _send(
-    engine: Engine, queue: str, body: str, *, group_id: str, dedup_id: str, now: float, dedup_window: float
-) -> str:
-    store = partial(
-        insert_message, queue=queue, body=body, group_id=group_id,
-        dedup_id=dedup_id, now=now, dedup_window=dedup_window,
-    )
-    failure = f"queue {queue!r} could not durably accept the message"
-    try:
-        message_id = await _transact(engine, store, failure)
-    except QueueUnavailable as exc:
-        if not isinstance(exc.__cause__, IntegrityError):
-            raise
-        # A concurrent send (PostgreSQL) took the same dedup id first; retrying sees its row.
-        message_id = await _transact(engine, store, failure)
-    doorbell_for(engine, queue).ring()
-    return str(message_id)
 
 
 class SqlQueue:
@@ -107,10 +76,15 @@ class SqlQueue:
 
     async def send(self, body: str, *, group_id: str, dedup_id: str) -> str:
         """Store the message durably and return its id (the first one's for a duplicate)."""
-        return await _send(
+        return await send_to_queue(
             self._engine, self.queue_name, body, group_id=group_id,
             dedup_id=dedup_id, now=self._clock(), dedup_window=self._dedup_window,
         )
+
+    async def send_many(self, messages: Sequence[OutgoingMessage]) -> None:
+        """Each message in its own transaction, as `send` stores it (a batch writes its messages
+        with its jobs instead: enqueue_fresh_groups_in)."""
+        await send_each(lambda m: self.send(m.body, group_id=m.group_id, dedup_id=m.dedup_id), messages)
 
     def enqueue_in(self, conn: Connection, body: str, *, group_id: str, dedup_id: str) -> str:
         """Write a message as one step of the caller's open transaction on this queue's engine,
@@ -126,9 +100,13 @@ class SqlQueue:
     def enqueue_fresh_groups_in(self, conn: Connection, messages: list[tuple[str, str]]) -> None:
         """Write (body, group id) messages, each the first of a new group created in the caller's
         open transaction (dedup id = group id), as enqueue_in would one by one, in a few
-        statements. Call wake_receivers() after the commit."""
+        statements. Call purge_expired_in() once in that transaction, wake_receivers() after it."""
         insert_fresh_group_messages(conn, queue=self.queue_name, messages=messages, now=self._clock(),
                                     dedup_window=self._dedup_window)
+
+    def purge_expired_in(self, conn: Connection) -> None:
+        """Delete the queue's expired dedup ids in the caller's transaction, as each enqueue_in does."""
+        purge_expired_dedup_ids(conn, queue=self.queue_name, now=self._clock())
 
     def wake_receivers(self) -> None:
         """Wake this process's receivers waiting on the queue after a committed enqueue_in
@@ -146,7 +124,7 @@ class SqlQueue:
         with self._doorbell.listening() as rung:
             while True:
                 rung.clear()  # cleared before the check, so a send during it still wakes us
-                claim = await _transact(self._engine, claim_up_to, self._failure("receive"))
+                claim = await transact(self._engine, claim_up_to, self._failure("receive"))
                 if claim.dead_lettered:
                     doorbell_for(self._engine, self.dead_letter_queue).ring()
                 if claim.delivered:
@@ -182,7 +160,7 @@ class SqlQueue:
         def remove(conn: Connection) -> bool:
             return delete_in_flight(conn, queue=self.queue_name, receipt=receipt, now=self._clock())
 
-        if not await _transact(self._engine, remove, self._failure("delete")):
+        if not await transact(self._engine, remove, self._failure("delete")):
             raise StaleReceipt(self._stale(receipt))
 
     async def change_visibility(self, receipt: str, timeout_seconds: float) -> None:
@@ -195,7 +173,7 @@ class SqlQueue:
             later = now + timeout_seconds
             return set_visible_at(conn, queue=self.queue_name, receipt=receipt, now=now, visible_at=later)
 
-        if not await _transact(self._engine, move, self._failure("change visibility")):
+        if not await transact(self._engine, move, self._failure("change visibility")):
             raise StaleReceipt(self._stale(receipt))
 
     async def approximate_counts(self) -> dict[str, int]:
@@ -204,7 +182,7 @@ class SqlQueue:
         def count(conn: Connection) -> dict[str, int]:
             return count_messages(conn, queue=self.queue_name, now=self._clock())
 
-        return await _transact(self._engine, count, self._failure("count"))
+        return await transact(self._engine, count, self._failure("count"))
 
     async def read_messages(
         self, *, limit: int = 10, wait_seconds: float = 0.0, consume: bool = True
@@ -214,7 +192,7 @@ class SqlQueue:
         peek at the oldest without changing anything."""
         if not consume:
             work = partial(peek_messages, queue=self.queue_name, limit=limit)
-            return await _transact(self._engine, work, self._failure("peek"))
+            return await transact(self._engine, work, self._failure("peek"))
         taken: list[QueueMessage] = []
         while len(taken) < limit:
             batch = await self.receive(
@@ -234,22 +212,4 @@ class SqlQueue:
         return (
             f"receipt {receipt!r} holds no message in flight on queue {self.queue_name!r}"
             " (expired, superseded or already deleted)"
-        )
-
-
-class SqlReplyPublisher:
-    """A ReplyPublisher writing to any named queue in the same table, where a SqlQueue (or
-    `firmsift replies`) on that name reads it."""
-
-    def __init__(
-        self, engine: Engine, *, dedup_window: float = 300, clock: Callable[[], float] = time.time
-    ) -> None:
-        self._engine = engine
-        self._dedup_window = dedup_window
-        self._clock = clock
-
-    async def publish(self, queue: str, body: str, *, group_id: str, dedup_id: str) -> None:
-        await _send(
-            self._engine, queue, body, group_id=group_id, dedup_id=dedup_id,
-            now=self._clock(), dedup_window=self._dedup_window,
         )

@@ -15,7 +15,7 @@ from psycopg import sql
 from sqlalchemy import Engine, event
 
 from firmsift.adapters.sql.queue_doorbell import Doorbells, doorbells_of
-from firmsift.adapters.sql.queue_statements import notification_channel
+from firmsift.adapters.sql.queue_send_statements import notification_channel
 
 log = logging.getLogger(__name__)
 

@@ -8,16 +8,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, func, select, text, update
 from sqlalchemy.exc import DataError
 
 from firmsift.adapters.sql.bulk_insert import insert_rows
 from firmsift.adapters.sql.engine import in_transaction
-from firmsift.adapters.sql.store_rows import answer_params, domain_result, epoch_time, result_values, stored_answer
+from firmsift.adapters.sql.store_rows import (NO_PAUSE, PENDING_DOMAIN_COLUMNS, answer_params, batch_domains_text,
+                                              domain_result, epoch_time, job_pause, job_row, listed_domains,
+                                              pause_values, pending_domain_rows, pending_domain_values, result_values,
+                                              stored_answer)
 from firmsift.adapters.sql.tables import answers, job_domains, jobs, known_companies
-from firmsift.domain.estimates import TokenHistory
+from firmsift.domain.budgets import JobPause
 from firmsift.domain.evidence_status import FOUND
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import (
@@ -32,6 +35,7 @@ from firmsift.domain.model import (
 from firmsift.domain.outside_text import UnstorableText, check_storable, storable_error
 
 T = TypeVar("T")
+_UNWRITTEN = dict.fromkeys(job_domains.c.keys())  # a job_domains row's columns, all NULL
 
 # Targets the primary key answers (domain, classifier): a repeat overwrites instead of duplicating.
 UPSERT_ANSWER = text("""
@@ -39,11 +43,12 @@ UPSERT_ANSWER = text("""
                          error, raw_output, model, prompt_version, answered_at, evidence_status,
                          search_provider, quote, quote_status, site_status, redirected_to,
                          redirected_answer, tokens_in, tokens_out, cost_usd, evidence_reused_from,
-                         evidence_searched_at)
+                         evidence_searched_at, llm_seconds, evidence_seconds)
     VALUES (:domain, :classifier, :status, :source, :answer, :confidence, :reason, :evidence,
             :error, :raw_output, :model, :prompt_version, :answered_at, :evidence_status,
             :search_provider, :quote, :quote_status, :site_status, :redirected_to, :redirected_answer,
-            :tokens_in, :tokens_out, :cost_usd, :evidence_reused_from, :evidence_searched_at)
+            :tokens_in, :tokens_out, :cost_usd, :evidence_reused_from, :evidence_searched_at, :llm_seconds,
+            :evidence_seconds)
     ON CONFLICT (domain, classifier) DO UPDATE SET
         status = excluded.status, source = excluded.source, answer = excluded.answer,
         confidence = excluded.confidence, reason = excluded.reason, evidence = excluded.evidence,
@@ -54,7 +59,8 @@ UPSERT_ANSWER = text("""
         site_status = excluded.site_status, redirected_to = excluded.redirected_to,
         redirected_answer = excluded.redirected_answer, tokens_in = excluded.tokens_in,
         tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd,
-        evidence_reused_from = excluded.evidence_reused_from, evidence_searched_at = excluded.evidence_searched_at
+        evidence_reused_from = excluded.evidence_reused_from, evidence_searched_at = excluded.evidence_searched_at,
+        llm_seconds = excluded.llm_seconds, evidence_seconds = excluded.evidence_seconds
 """)
 
 # Targets the unique index ix_jobs_owner_idempotency_key (owner, idempotency_key): a second job
@@ -87,26 +93,43 @@ class SqlStore:
     async def create_job(self, job: Job) -> None:
         await self._run(lambda conn: self.insert_job_in(conn, job))
 
+    async def create_jobs(self, jobs: Collection[Job]) -> None:
+        await self._run(lambda conn: self.insert_jobs_in(conn, jobs))
+
     def insert_job_in(self, conn: Connection, job: Job) -> None:
         """Write the job and its domains (every one PENDING) as one step of the caller's open
         transaction, so they commit or roll back together with the caller's other rows.
         IdempotencyKeyTaken, with nothing written, if the owner already used the job's key."""
-        written = conn.execute(INSERT_JOB, _job_row(job)).rowcount
+        written = conn.execute(INSERT_JOB, job_row(job)).rowcount
         if written == 0:
             earlier_id = conn.execute(select(jobs.c.id).where(
                 jobs.c.owner == job.owner, jobs.c.idempotency_key == job.idempotency_key)).scalar_one()
             earlier = _job_in(conn, earlier_id)
             assert earlier is not None  # the row the insert just collided with, read in the same transaction
             raise IdempotencyKeyTaken(earlier)
-        conn.execute(job_domains.insert(), _pending_domain_rows(job))
+        conn.execute(job_domains.insert(), pending_domain_rows(job.id, job.domains))
 
     def insert_jobs_in(self, conn: Connection, new_jobs: Collection[Job]) -> None:
         """Write many new jobs without an idempotency key (a batch's, so nothing can conflict),
         as insert_job_in would one by one, in two statements."""
         if any(job.idempotency_key is not None for job in new_jobs):
             raise ValueError("insert_jobs_in writes jobs without an idempotency key; use insert_job_in")
-        insert_rows(conn, jobs, [_job_row(job) for job in new_jobs])
-        insert_rows(conn, job_domains, [row for job in new_jobs for row in _pending_domain_rows(job)])
+        job_rows = [job_row(job) for job in new_jobs]
+        if job_rows:
+            insert_rows(conn, jobs, list(job_rows[0]), [tuple(row.values()) for row in job_rows])
+        insert_rows(conn, job_domains, PENDING_DOMAIN_COLUMNS,
+                    [values for job in new_jobs for values in pending_domain_values(job.id, job.domains)])
+
+    def insert_batch_jobs_in(self, conn: Connection, new_jobs: Collection[Job]) -> None:
+        """Write a batch's new jobs (without an idempotency key) in one statement, each listing its
+        domains in jobs.batch_domains instead of a PENDING job_domains row per domain: a domain's
+        row is written with its first result (save_result), and read as PENDING until then."""
+        if any(job.idempotency_key is not None for job in new_jobs):
+            raise ValueError("insert_batch_jobs_in writes jobs without an idempotency key; use insert_job_in")
+        job_rows = [job_row(job) for job in new_jobs]
+        if job_rows:
+            insert_rows(conn, jobs, [*job_rows[0], "batch_domains"],
+                        [(*row.values(), batch_domains_text(job)) for row, job in zip(job_rows, new_jobs)])
 
     async def get_job(self, job_id: str) -> Job | None:
         return await self._run(lambda conn: _job_in(conn, job_id))
@@ -123,8 +146,12 @@ class SqlStore:
             # Compare-and-set in one statement: PostgreSQL re-checks the condition on the row
             # version it waited for, SQLite runs one writer at a time.
             query = query.where(jobs.c.status.in_([s.value for s in only_from]))
-        values = query.values(status=status.value, error=error, updated_at=time.time())
+        values = query.values(status=status.value, error=error, updated_at=time.time(), **NO_PAUSE)
         return await self._run(lambda conn: conn.execute(values).rowcount > 0)
+
+    async def record_pause(self, job_id: str, pause: JobPause) -> None:
+        await self._run(lambda conn: conn.execute(update(jobs).where(
+            jobs.c.id == job_id, jobs.c.status == JobStatus.PENDING.value).values(**pause_values(pause))))
 
     async def save_result(self, job_id: str, result: DomainResult, answer: Answer | None) -> bool:
         check_storable(result, answer)  # the same refusal on every backend, before any write
@@ -132,16 +159,18 @@ class SqlStore:
         def work(conn: Connection) -> bool:
             # FOR SHARE on the job row: a status change (set_job_status) waits for this save
             # and this save for it, so a job finished by another writer takes no more results.
-            status = conn.execute(
-                select(jobs.c.status).where(jobs.c.id == job_id).with_for_update(read=True)
-            ).scalar_one_or_none()
-            recorded = status is not None and not JobStatus(status).finished
-            if recorded:
+            job = conn.execute(
+                select(jobs.c.status, jobs.c.batch_domains).where(jobs.c.id == job_id).with_for_update(read=True)
+            ).first()
+            recorded = job is not None and not JobStatus(job.status).finished
+            if recorded and job.batch_domains is None:
                 conn.execute(
                     update(job_domains)
                     .where(job_domains.c.job_id == job_id, job_domains.c.domain == result.domain)
                     .values(**result_values(result), finished_at=time.time())
                 )
+            elif recorded and result.domain in (listed := listed_domains(job.batch_domains)):
+                _upsert_result_in(conn, job_id, listed.index(result.domain), result)
             if answer is not None:
                 conn.execute(UPSERT_ANSWER, answer_params(answer))
             return recorded
@@ -182,13 +211,6 @@ class SqlStore:
 
         return await self._run(work) if wanted else {}
 
-    async def token_history(self, classifier: str) -> TokenHistory:
-        query = select(func.count(), func.avg(answers.c.tokens_in), func.avg(answers.c.tokens_out)).where(
-            answers.c.classifier == classifier, answers.c.source == Source.LLM.value,
-            answers.c.tokens_in.is_not(None), answers.c.tokens_out.is_not(None))
-        count, tokens_in, tokens_out = (await self._run(lambda conn: conn.execute(query).one()))
-        return TokenHistory(count, float(tokens_in or 0), float(tokens_out or 0))
-
     async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
         # evidence_use.may_lend_evidence as SQL, on the answers primary key's leading column (domain).
         searched_at = func.coalesce(answers.c.evidence_searched_at, answers.c.answered_at)
@@ -225,18 +247,17 @@ class SqlStore:
         return await self._run(work)
 
 
-def _job_row(job: Job) -> dict[str, Any]:
-    created = job.created_at.timestamp()
-    return {
-        "id": job.id, "classifier": job.classifier, "status": job.status.value, "reply_queue": job.reply_queue,
-        "created_at": created, "updated_at": created, "error": job.error, "reply_sent": False,
-        "owner": job.owner, "idempotency_key": job.idempotency_key,
-    }
-
-
-def _pending_domain_rows(job: Job) -> list[dict[str, Any]]:
-    return [{"job_id": job.id, "position": i, "domain": d, "status": ResultStatus.PENDING.value,
-             "reason": "", "evidence": "[]"} for i, d in enumerate(job.domains)]
+def _upsert_result_in(conn: Connection, job_id: str, position: int, result: DomainResult) -> None:
+    """A batch job's domain result: its job_domains row written now, or overwritten if written
+    before (a redelivered job's second answer)."""
+    values = {"job_id": job_id, "position": position, "domain": result.domain, **result_values(result),
+              "finished_at": time.time()}
+    answered = [name for name in values if name not in ("job_id", "position", "domain")]
+    # Targets the unique index on job_domains (job_id, domain).
+    conn.execute(text(f"""
+        INSERT INTO job_domains ({", ".join(values)}) VALUES ({", ".join(f":{name}" for name in values)})
+        ON CONFLICT (job_id, domain) DO UPDATE SET {", ".join(f"{name} = excluded.{name}" for name in answered)}
+    """), values)
 
 
 def _job_in(conn: Connection, job_id: str) -> Job | None:
@@ -246,10 +267,16 @@ def _job_in(conn: Connection, job_id: str) -> Job | None:
     rows = conn.execute(
         select(job_domains).where(job_domains.c.job_id == job_id).order_by(job_domains.c.position)
     ).mappings().all()
+    if row["batch_domains"] is not None:
+        listed = listed_domains(row["batch_domains"])
+        # A batch's job: the domains it lists, each PENDING until its row is written.
+        written = {r["domain"]: r for r in rows}
+        rows = [written.get(pending["domain"]) or {**_UNWRITTEN, **pending}
+                for pending in pending_domain_rows(job_id, listed)]
     return Job(
         id=row["id"], classifier=row["classifier"], status=JobStatus(row["status"]),
         created_at=epoch_time(row["created_at"]), domains=tuple(r["domain"] for r in rows),
         reply_queue=row["reply_queue"], results=tuple(domain_result(r) for r in rows),
         error=row["error"], reply_sent=bool(row["reply_sent"]), reply_error=row["reply_error"],
-        owner=row["owner"], idempotency_key=row["idempotency_key"],
+        owner=row["owner"], idempotency_key=row["idempotency_key"], pause=job_pause(row),
     )

@@ -1,8 +1,22 @@
-"""SQLAlchemy Core table objects used by the queries (the DDL lives in migrations.py)."""
+"""SQLAlchemy Core table objects: what the queries use, and what the schema must be. The DDL lives in
+Alembic's revisions (schema/versions); tests/integration/test_schema_drift.py fails when the two differ."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Float, Integer, MetaData, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
 
 metadata = MetaData()
 
@@ -20,12 +34,22 @@ jobs = Table(
     Column("reply_error", Text),
     Column("owner", Text, nullable=False),
     Column("idempotency_key", Text),
+    Column("paused_scope", Text),
+    Column("paused_limit_usd", Float),
+    Column("paused_spent_usd", Float),
+    Column("paused_at", Float),
+    Column("paused_resets_at", Float),
+    Column("paused_next_check_at", Float),
+    # A batch's job: its domains, newline-separated in order; their job_domains rows are written
+    # with their results (migration 17). NULL: every domain's row was written with the job.
+    Column("batch_domains", Text),
+    Index("ix_jobs_owner_idempotency_key", "owner", "idempotency_key", unique=True),
 )
 
 job_domains = Table(
     "job_domains",
     metadata,
-    Column("job_id", Text, primary_key=True),
+    Column("job_id", Text, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("domain", Text, nullable=False),
     Column("status", Text, nullable=False),
@@ -51,6 +75,10 @@ job_domains = Table(
     Column("redirected_answer", Boolean),
     Column("evidence_reused_from", Text),
     Column("evidence_searched_at", Float),
+    UniqueConstraint("job_id", "domain"),
+    # Partial (migration 15): a domain enters it when it finishes, not when a batch writes it PENDING.
+    Index("ix_job_domains_finished_at", "finished_at", sqlite_where=text("finished_at IS NOT NULL"),
+          postgresql_where=text("finished_at IS NOT NULL")),
 )
 
 answers = Table(
@@ -81,6 +109,9 @@ answers = Table(
     Column("redirected_answer", Boolean),
     Column("evidence_reused_from", Text),
     Column("evidence_searched_at", Float),
+    Column("llm_seconds", Float),
+    Column("evidence_seconds", Float),
+    Index("ix_answers_classifier_answered_at", "classifier", "answered_at"),
 )
 
 known_companies = Table(
@@ -103,6 +134,9 @@ queue_messages = Table(
     Column("visible_at", Float, nullable=False),
     Column("receive_count", Integer, nullable=False),
     Column("receipt", Text),
+    Index("ix_queue_messages_ready", "queue", "visible_at"),
+    Index("ix_queue_messages_group", "queue", "group_id", "id"),
+    Index("ix_queue_messages_receipt", "receipt", unique=True),
 )
 
 queue_dedup = Table(
@@ -114,12 +148,22 @@ queue_dedup = Table(
     Column("expires_at", Float, nullable=False),
 )
 
+# Who is asking the LLM about a (domain, classifier) right now, across workers, until when.
+answer_leases = Table(
+    "answer_leases",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("classifier", Text, primary_key=True),
+    Column("holder", Text, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
 api_keys = Table(
     "api_keys",
     metadata,
     Column("id", Text, primary_key=True),
     Column("name", Text, nullable=False),
-    Column("key_hash", Text, nullable=False),
+    Column("key_hash", Text, nullable=False, unique=True),
     Column("reply_queues", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
@@ -143,23 +187,108 @@ batches = Table(
     Column("created_at", Float, nullable=False),
     Column("cancelled_at", Float),
     Column("reply_sent", Boolean, nullable=False),
+    Column("mode", Text, nullable=False),
+    Column("refresh", Boolean, nullable=False),
+    Index("ix_batches_owner_idempotency_key", "owner", "idempotency_key", unique=True),
 )
 
 batch_jobs = Table(
     "batch_jobs",
     metadata,
-    Column("job_id", Text, primary_key=True),
-    Column("batch_id", Text, nullable=False),
+    Column("job_id", Text, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("batch_id", Text, ForeignKey("batches.id", ondelete="CASCADE"), nullable=False),
+    Index("ix_batch_jobs_batch", "batch_id"),
 )
 
 batch_rows = Table(
     "batch_rows",
     metadata,
-    Column("batch_id", Text, primary_key=True),
+    Column("batch_id", Text, ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("line", Integer),
     Column("original", Text, nullable=False),
     Column("domain", Text),
     Column("job_id", Text),
     Column("rejection", Text),
+)
+
+human_answers = Table(
+    "human_answers",
+    metadata,
+    Column("classifier", Text, primary_key=True),
+    Column("domain", Text, primary_key=True),
+    Column("answer", Boolean, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("corrected_by", Text),
+    Column("corrected_at", Float, nullable=False),
+)
+
+human_answer_history = Table(
+    "human_answer_history",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("classifier", Text, nullable=False),
+    Column("domain", Text, nullable=False),
+    Column("answer", Boolean),
+    Column("note", Text),
+    Column("corrected_by", Text),
+    Column("corrected_at", Float),
+    Column("replaced_at", Float, nullable=False),
+    Index("ix_human_answer_history_key", "classifier", "domain", "id"),
+)
+
+# The LLM's pacing shared by every worker process (adapters/sql/pacing.py): its state as JSON.
+llm_pacing = Table(
+    "llm_pacing",
+    metadata,
+    Column("provider_key", Text, primary_key=True),
+    Column("state", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+provider_batches = Table(
+    "provider_batches",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("status", Text, nullable=False),
+    Column("input_file_id", Text),
+    Column("batch_id", Text),
+    Column("output_file_id", Text),
+    Column("error_file_id", Text),
+    Column("created_at", Float, nullable=False),
+    Column("closed_at", Float),
+    Index("ix_provider_batches_open", "closed_at", "created_at"),
+)
+
+deferred_questions = Table(
+    "deferred_questions",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("classifier", Text, primary_key=True),
+    Column("question", Text, nullable=False),
+    Column("template", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("provider_batch", Text, ForeignKey("provider_batches.id")),
+    Column("deferred_at", Float, nullable=False),
+    Index("ix_deferred_questions_batch", "provider_batch", "deferred_at"),
+)
+
+deferred_question_jobs = Table(
+    "deferred_question_jobs",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("classifier", Text, primary_key=True),
+    Column("job_id", Text, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("since", Float, nullable=False),
+)
+
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("id_digest", Text, primary_key=True),  # SHA-256 of the cookie's session id
+    Column("key_id", Text),  # None: not signed in
+    Column("csrf", Text, nullable=False),
+    Column("notice", Text),
+    Column("last_used", Float, nullable=False),
+    Index("ix_web_sessions_last_used", "last_used"),
 )

@@ -1,9 +1,9 @@
-"""The SQS work queue and reply publisher: WorkQueue and ReplyPublisher on a boto3 SQS client.
+"""The SQS work queue and reply publisher: WorkQueue and ReplyPublisher on an SQS client (botocore's, see client.py).
 
 The caller (the container) makes the client; nothing here connects at import time. Recommended
 client settings for production::
 
-    boto3.session.Session().client(
+    botocore.session.Session().create_client(
         "sqs", region_name=..., endpoint_url=...,   # endpoint only for an emulator or a VPC endpoint
         config=botocore.config.Config(
             connect_timeout=5,      # an unreachable endpoint becomes QueueUnavailable in seconds, not minutes
@@ -13,7 +13,7 @@ client settings for production::
         ),
     )
 
-boto3 is synchronous, so every call runs in a worker thread (asyncio.to_thread). A receive that is
+botocore is synchronous, so every call runs in a worker thread (asyncio.to_thread). A receive that is
 cancelled while its thread waits still completes: its messages come back after the visibility timeout.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -34,7 +34,8 @@ from firmsift.adapters.sqs.errors import (
     sqs_error_codes,
     sqs_errors,
 )
-from firmsift.domain.errors import StaleReceipt
+from firmsift.domain.errors import QueuePartlySent, QueueUnavailable, StaleReceipt
+from firmsift.domain.work_messages import OutgoingMessage
 from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
 T = TypeVar("T")
@@ -137,6 +138,31 @@ class SqsQueue:
             return str(response["MessageId"])
 
         return await self._call("send a message", send_one)
+
+    async def send_many(self, messages: Sequence[OutgoingMessage]) -> None:
+        """SendMessageBatch, MAX_BATCH messages a call, in order. SQS answers each entry on its own:
+        the first entry it refused (or a call that failed) stops the sending, and QueuePartlySent
+        counts the messages before it; later entries of that call may have been sent too."""
+        for start in range(0, len(messages), MAX_BATCH):
+            chunk = messages[start:start + MAX_BATCH]
+            try:
+                await self._call("send messages", lambda chunk=chunk: self._send_chunk(chunk))
+            except QueuePartlySent as error:
+                raise QueuePartlySent(f"{error} ({start + error.sent} of {len(messages)} messages sent)",
+                                      start + error.sent) from error
+            except QueueUnavailable as error:
+                raise QueuePartlySent(f"{error} ({start} of {len(messages)} messages sent)", start) from error
+
+    def _send_chunk(self, chunk: Sequence[OutgoingMessage]) -> None:
+        entries = [{"Id": str(i), "MessageBody": m.body, "MessageGroupId": m.group_id,
+                    "MessageDeduplicationId": m.dedup_id} for i, m in enumerate(chunk)]
+        response = self._client.send_message_batch(QueueUrl=self._url(), Entries=entries)
+        failed = sorted(response.get("Failed", []), key=lambda entry: int(entry["Id"]))
+        if failed:
+            first = failed[0]
+            raise QueuePartlySent(f"SQS queue {self.queue_name!r}: could not send messages: {len(failed)} of "
+                                  f"{len(chunk)} refused, the first with {first.get('Code')}: "
+                                  f"{first.get('Message', '')}", int(first["Id"]))
 
     async def receive(self, *, max_messages: int = 1, wait_seconds: float = 0.0) -> list[QueueMessage]:
         """Long-poll SQS for up to max_messages (wait rounded up to whole seconds, at most 20)."""

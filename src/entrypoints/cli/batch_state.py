@@ -27,8 +27,11 @@ class BatchChunk:
 class RunState:
     """The run: `identity` names the input and the request (file hash, column, classifier, API, output
     format); `key_base` only what the batches hold (file hash, column, classifier), so another output
-    of the same file meets the same batches. `written` rows and `written_bytes` bytes of the output are
-    complete, with `tally` their counts."""
+    of the same file meets the same batches. `rows_per_batch` is how many rows the next batch is sent with
+    (0: not chosen yet), saved before a batch of a new size is sent: a batch's Idempotency-Key names
+    the rows it covers, so a run stopped after the API accepted a batch and before it heard so sends
+    the same rows again and gets that batch back, not a second one. `written` rows and `written_bytes`
+    bytes of the output are complete, with `tally` their counts."""
 
     identity: str
     key_base: str
@@ -36,6 +39,7 @@ class RunState:
     written: int = 0
     written_bytes: int = 0
     tally: Tally = field(default_factory=Tally)
+    rows_per_batch: int = 0
 
     @property
     def covered(self) -> int:
@@ -55,7 +59,7 @@ def load_state(path: Path, identity: str) -> RunState | None:
         if saved.get("identity") != identity:
             return None
         return RunState(identity, str(saved["key_base"]), [BatchChunk(**c) for c in saved["chunks"]], int(saved["written"]),
-                        int(saved["written_bytes"]), Tally(**saved["tally"]))
+                        int(saved["written_bytes"]), Tally(**saved["tally"]), int(saved.get("rows_per_batch", 0)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -21,13 +21,14 @@ ROWS_PER_BATCH = 100_000  # the API's default FIRMSIFT_MAX_DOMAINS_PER_BATCH; ha
 def submit_batches(api: BatchesApi, rows: Iterable[Row], state: RunState, save: Callable[[RunState], None],
                    rows_per_batch: int = ROWS_PER_BATCH) -> None:
     """Submit the rows the state has not covered yet, `rows_per_batch` at a time (fewer when the API
-    refuses a batch as too large), saving the state after each batch. Each batch's Idempotency-Key
-    comes from the input and the rows it covers, so a batch sent again after a stop is the same batch."""
+    refuses a batch as too large), saving the state after each batch, and before sending one of a new
+    size. Each batch's Idempotency-Key comes from the input and the rows it covers, so a batch sent
+    again after a stop, with the size saved, is the same batch."""
     source = iter(rows)
     for _ in range(state.covered):
         next(source, None)
     pending: list[str | None] = []
-    size, exhausted = rows_per_batch, False
+    size, exhausted = state.rows_per_batch or rows_per_batch, False
     while True:
         while not exhausted and len(pending) < size:
             row = next(source, None)
@@ -38,6 +39,9 @@ def submit_batches(api: BatchesApi, rows: Iterable[Row], state: RunState, save: 
             return
         taken = pending[:size]
         domains = [domain for domain in taken if domain is not None]
+        if domains and state.rows_per_batch != size:
+            state.rows_per_batch = size
+            save(state)
         try:
             batch_id = api.submit_batch(domains, batch_key(state, len(taken))) if domains else None
         except BatchRefused as refused:

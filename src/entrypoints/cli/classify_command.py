@@ -20,14 +20,12 @@ from firmsift.entrypoints.cli.classify_batches import submit_batches, wait_for_b
 from firmsift.entrypoints.cli.classify_client import OrderedClassifier, Tally
 from firmsift.entrypoints.cli.classify_report import BatchProgress, ProgressLine, RowReporter
 from firmsift.entrypoints.cli.classify_rows import CsvRowWriter, JsonRowWriter, Row, read_row
-from firmsift.entrypoints.cli.command_errors import CommandError
+from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_UNANSWERED, EXIT_USAGE, CommandError
 from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.cli.csv_stream import CsvFormat, CsvReader, detect_format, find_column
+from firmsift.entrypoints.cli.csv_stream import COLUMN_GUESSES, CsvFormat, CsvReader, detect_format, find_column
 from firmsift.ports.jobs_api import BatchesApi, BatchesMissing, ClientError
 
-EXIT_OK, EXIT_USAGE, EXIT_UNANSWERED = 0, 2, 3  # failures raise CommandError: exit 1
 # Column names tried, in order, when --column is not given.
-COLUMN_GUESSES = ("domain", "website", "web site", "url", "homepage", "site")
 # The resume state is saved after this many rows or seconds of writing (and when a download breaks off).
 CHECKPOINT_ROWS, CHECKPOINT_SECONDS = 1000, 1.0
 

@@ -11,14 +11,12 @@ import sys
 from typing import Any, TextIO
 
 from firmsift.adapters.firmsift_estimate_client import estimate_batch
-from firmsift.entrypoints.cli.command_errors import CommandError
+from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE, CommandError
 from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
+from firmsift.entrypoints.cli.csv_stream import COLUMN_GUESSES, CsvReader, detect_format, find_column
 from firmsift.ports.jobs_api import ClientError
 
-EXIT_OK, EXIT_USAGE = 0, 2
 ARGUMENT_COLUMN = "domain"  # the column domains given as arguments are sent in
-COLUMN_GUESSES = ("domain", "website", "web site", "url", "homepage", "site")  # as `classify` guesses
 
 
 def run_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -53,6 +51,10 @@ def _csv_body(args: argparse.Namespace) -> tuple[str, bytes]:
     return column, text.getvalue().encode()
 
 
+def _rate(requests_per_minute: float | None) -> str:
+    return "" if requests_per_minute is None else f", {requests_per_minute:g} LLM requests a minute"
+
+
 def estimate_text(estimate: dict[str, Any]) -> str:
     """The dry run as lines for a person: counts by path, then the LLM's tokens, cost and time."""
     llm = estimate["llm"]
@@ -60,11 +62,13 @@ def estimate_text(estimate: dict[str, Any]) -> str:
     lines = [
         f"rows {estimate['total']}: {estimate['accepted']} domains, {estimate['duplicates']} duplicates, "
         f"{len(estimate['rejected'])} rejected",
+        f"human answers {estimate.get('human_answers', 0)}, "  # an API from before human answers omits them
         f"known companies {estimate['known_companies']}, cached {estimate['cached']}, "
         f"cached pre-check outcomes {estimate['cached_precheck']}",
         f"to pre-check {estimate['to_precheck']}, to ask the LLM at most {estimate['to_ask']} ({llm['model']})",
         f"tokens {llm['tokens_in']} in, {llm['tokens_out']} out ({llm['tokens_basis']})",
         f"cost {cost}",
-        f"time {llm['wall_time']} (LLM concurrency {llm['concurrency']} per worker)",
+        f"time {llm['wall_time']} (LLM concurrency {llm['concurrency']}, {llm['domains_at_once']} domains at once"
+        f"{_rate(llm['requests_per_minute'])} per worker)",
     ]
     return "\n".join(lines) + "\n"

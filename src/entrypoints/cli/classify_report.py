@@ -11,6 +11,7 @@ from typing import TextIO
 
 from firmsift.entrypoints.cli.classify_client import Tally
 from firmsift.entrypoints.cli.classify_rows import Row
+from firmsift.entrypoints.progress_rate import rate_and_eta
 
 
 class ProgressLine:
@@ -61,19 +62,12 @@ class BatchProgress:
             return
         self._last = now
         began, finished_then = self._start
-        rate = (finished - finished_then) / (now - began) if now > began else 0.0
-        eta = _duration((total - finished) / rate) if rate > 0 else "unknown"
+        rate, eta = rate_and_eta(finished - finished_then, now - began, total - finished)
         share = f" ({100 * finished // total}%)" if total else ""
         text = f"batches: {finished}/{total} domains{share}, {rate:.1f}/s, " + ("done" if complete else f"ETA {eta}")
         end = "\n" if complete or not self.tty else ""
         self.stream.write(("\r\033[K" if self.tty else "") + text + end)
         self.stream.flush()
-
-
-def _duration(seconds: float) -> str:
-    whole = int(seconds + 0.5)
-    hours, rest = divmod(whole, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _counts(tally: Tally) -> str:

@@ -1,6 +1,10 @@
-"""The error a `firmsift` command raises when it cannot do its work (cli.py reports it: exit 1)."""
+"""The error a `firmsift` command raises when it cannot do its work (main.py reports it: exit 1),
+and the exit codes of every command."""
 
 from __future__ import annotations
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_UNANSWERED = 3  # `classify`: it finished, but some rows were rejected or failed
 
 
 class CommandError(RuntimeError):

@@ -146,6 +146,10 @@ def _first_undecodable_line(path: Path, encoding: str) -> int:
     return line
 
 
+# The domain column when none is named: `classify`, its estimate and the web app guess alike.
+COLUMN_GUESSES = ("domain", "website", "web site", "url", "homepage", "site")
+
+
 def find_column(header: Sequence[str], wanted: str | None, guesses: Sequence[str]) -> int:
     """The index of column `wanted` (exact, else ignoring case, spaces and invisible marks), or, when
     None, of the first of `guesses` present, else of the one column whose name holds a guess as a word.

@@ -13,11 +13,11 @@ from firmsift.domain.budgets import parse_limit
 from firmsift.domain.errors import InvalidRequest
 from firmsift.services.budgets import KeySpend, set_daily_limit
 from firmsift.services.keys import create_key, revoke_key
+from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # cli.py imports this module for its parser: keep `firmsift --help` instant
     from firmsift.entrypoints.container import Container
 
-EXIT_OK, EXIT_USAGE = 0, 2
 LIMIT_HELP = "USD the key's jobs may spend on the LLM a UTC day (e.g. 5 or 2.50), or 'none'"
 
 

@@ -18,12 +18,12 @@ from firmsift.domain.model import ResultStatus
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.services.asking import ask_llm
+from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Answer, Classifier, Completion
     from firmsift.ports.providers import LLM, Pricing
 
-EXIT_OK, EXIT_FAILURE = 0, 1
 DEFAULT_DOMAIN = "unilever.com"
 
 

@@ -1,4 +1,5 @@
-"""The `firmsift` command: serve, api, worker, classify, eval, llm check, companies import, replies, dlq, keys, db."""
+"""The `firmsift` command: serve, api, worker, classify, eval, llm check, companies import, answers,
+replies, dlq, keys, refresh, db."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from firmsift.domain.errors import FirmsiftError
+from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_USAGE, CommandError
+from firmsift.entrypoints.cli.answer_commands import add_answers_parser
 from firmsift.entrypoints.eval.arguments import add_eval_parser
 from firmsift.entrypoints.cli.key_commands import add_keys_parser
+from firmsift.entrypoints.cli.refresh_command import add_refresh_parser
 from firmsift.entrypoints.cli.llm_check import add_llm_parser
+from firmsift.entrypoints.cli.db_arguments import add_db_parser
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.startup_errors import startup_error_line
 from firmsift.entrypoints.unknown_variables import unknown_variable_warnings
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
+MAX_PROCESSES = 64  # `worker --processes` and `api --workers`
 
 DESCRIPTION = """\
 firmsift classifies companies by their web domain ("is this a CPG company?").
@@ -24,6 +30,17 @@ Settings come from FIRMSIFT_* environment variables or the TOML file named by
 FIRMSIFT_CONFIG_FILE; see the README for every setting.
 Exit codes: 0 success, 1 failure, 2 usage or configuration error; `classify` also 3: it
 finished, but some rows were rejected or failed."""
+
+
+def _count(text: str) -> int:
+    """A process count: a whole number from 1 to 64."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= count <= MAX_PROCESSES:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_PROCESSES}, got {count}")
+    return count
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help_text, description=help_text)
         command.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
         command.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+        if name == "api":
+            command.add_argument("--workers", type=_count, default=1, metavar="N",
+                                 help="serve from N processes sharing one listening socket; a process that dies "
+                                      "is restarted, SIGTERM stops all (default 1)")
+            command.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # set by `api --workers N`
 
-    commands.add_parser("worker", help="run a queue consumer that processes jobs",
-                        description="Consume jobs from the work queue until SIGTERM or SIGINT.")
+    worker = commands.add_parser(
+        "worker", help="run a queue consumer that processes jobs",
+        description="Consume jobs from the work queue until SIGTERM or SIGINT. With --processes N, N "
+                    "consumers run under one parent that forwards SIGTERM/SIGINT to all, restarts one that "
+                    "died, and splits FIRMSIFT_SEARCH_REQUESTS_PER_MINUTE evenly between them; they pace their "
+                    "LLM calls together through the database (FIRMSIFT_LLM_REQUESTS_PER_MINUTE a ceiling for "
+                    "all), each keeps FIRMSIFT_LLM_CONCURRENCY.")
+    worker.add_argument("--processes", type=_count, default=1, metavar="N",
+                        help="consumer processes to run (default 1)")
 
     classify = commands.add_parser(
         "classify", help="submit domains to a running API and print or save the results",
@@ -92,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Exits 1 if any row was rejected.")
     importer.add_argument("file", type=Path, help="CSV file")
 
+    add_answers_parser(commands)
+
     replies = commands.add_parser(
         "replies", help="read job results published to a reply queue (embedded backend)",
         description="Print the replies waiting on a named reply queue, one JSON document per line.")
@@ -123,10 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     redrive.add_argument("--max", type=int, default=10, help="move at most this many (default 10)")
 
     add_keys_parser(commands)
+    add_refresh_parser(commands)
 
-    database = commands.add_parser("db", help="database schema")
-    database_commands = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    database_commands.add_parser("upgrade", help="apply pending schema migrations")
+    add_db_parser(commands)
     return parser
 
 
@@ -134,25 +164,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for warning in unknown_variable_warnings(os.environ):
         print(f"firmsift: warning: {warning}", file=sys.stderr)
-    from firmsift.entrypoints.cli import commands  # after parsing, so --help stays instant
-
     try:
-        if args.command == "classify" and args.estimate:
-            from firmsift.entrypoints.cli.classify_estimate import run_estimate
-
-            return run_estimate(args)
-        return commands.dispatch(args)
-    except (FirmsiftError, commands.CommandError) as error:
+        return _run(args)
+    except (FirmsiftError, CommandError) as error:
         print(f"firmsift: {error}", file=sys.stderr)
-        return commands.EXIT_FAILURE
+        return EXIT_FAILURE
     except KeyboardInterrupt:
-        return commands.EXIT_FAILURE
+        return EXIT_FAILURE
     except Exception as error:
         line = startup_error_line(error, database=_database_in_use())
         if line is None:
             raise
         print(f"firmsift: {line}", file=sys.stderr)
-        return commands.EXIT_USAGE
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's own modules, imported after parsing (so --help stays instant); `classify`,
+    an HTTP client, never imports the service's container (SQLAlchemy and every adapter)."""
+    if args.command == "classify":
+        if args.estimate:
+            from firmsift.entrypoints.cli.classify_estimate import run_estimate
+
+            return run_estimate(args)
+        from firmsift.entrypoints.cli.classify_command import run_classify
+
+        return run_classify(args)
+    from firmsift.entrypoints.cli import commands
+
+    return commands.dispatch(args)
 
 
 def _database_in_use() -> str | None:
@@ -167,3 +207,4 @@ def _database_in_use() -> str | None:
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -11,7 +11,8 @@ DEFAULT_CACHE = Path("firmsift-data/eval/llm-cache.jsonl")
 
 DESCRIPTION = """\
 Score one or more candidates (model x prompt version x search provider) on a CSV of
-hand-labelled domains (columns domain,label with yes/no labels, optional notes). Each
+hand-labelled domains (columns domain,label with yes/no labels, optional notes), or with
+--human-labels on the human answers stored in the database (their notes as notes). Each
 candidate answers every domain by the worker's own path: the pre-check, search, then
 one LLM call, parsed the same way; no cached answers and no known-company shortcut unless asked.
 
@@ -33,7 +34,11 @@ def add_eval_parser(commands: Any) -> None:
     """Add `eval` to the `firmsift` sub-command parsers."""
     command = commands.add_parser("eval", help="score models, prompts and search providers on labelled domains",
                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    command.add_argument("labels", type=Path, metavar="LABELS.csv", help="CSV with domain,label[,notes] columns")
+    command.add_argument("labels", type=Path, nargs="?", metavar="LABELS.csv",
+                         help="CSV with domain,label[,notes] columns (or --human-labels)")
+    command.add_argument("--human-labels", action="store_true",
+                         help="score against the human answers of --classifier stored in the database (people's "
+                              "corrections: `firmsift answers`) instead of a labels file")
     command.add_argument("--candidates", type=Path, metavar="FILE",
                          help="TOML file of [[candidate]] tables to compare (default: one candidate from the "
                               "settings); see eval/candidates.example.toml")

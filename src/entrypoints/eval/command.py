@@ -18,7 +18,7 @@ from firmsift.adapters.files.classifiers import ClassifierFileError, parse_class
 from firmsift.adapters.files.jsonl import JsonlFileError
 from firmsift.adapters.files.site_signatures import SignatureFileError
 from firmsift.adapters.llm.endpoint import is_local_api_base
-from firmsift.adapters.decorators.retrying import RetryTally
+from firmsift.adapters.decorators.retrier import RetryTally
 from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.known_companies import with_parents
@@ -27,6 +27,7 @@ from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.cli.csv_files import CsvFileError
 from firmsift.entrypoints.database_file import database_to_create
 from firmsift.entrypoints.eval.document import report_document
+from firmsift.entrypoints.eval.human_labels import human_labels, labels_name
 from firmsift.entrypoints.eval.inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval.progress import ProgressBar
 from firmsift.entrypoints.eval.report import summary_table, write_reports
@@ -54,9 +55,10 @@ def run_eval(args: argparse.Namespace) -> int:
     base = Container(settings=settings)
     mode = "record" if args.record else "replay" if args.replay else "live"
     tallies: dict[str, RetryTally] = {}
-    folder = args.output or Path("eval-reports") / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{args.labels.stem}"
+    labels_source, stem = labels_name(args)
+    folder = args.output or Path("eval-reports") / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{stem}"
     try:
-        labels = read_labels(args.labels)[: args.limit]
+        labels = (human_labels(base, args.classifier) if args.human_labels else read_labels(args.labels))[: args.limit]
         # Every folder written to is checked before anything is paid for.
         _writable_folder(folder, "--output")
         if mode == "record":
@@ -96,7 +98,7 @@ def run_eval(args: argparse.Namespace) -> int:
         kept = f"; {len(cache)} answers are cached in {args.cache}" if cache is not None else ""
         print(f"\nfirmsift eval: interrupted{kept}: run the same command again to resume", file=sys.stderr)
         return 130
-    document = report_document(labels_file=str(args.labels), labels=labels, evidence=EVIDENCE_MODES[mode],
+    document = report_document(labels_file=labels_source, labels=labels, evidence=EVIDENCE_MODES[mode],
                                precheck=site_statuses is not None,
                                started_at=started, finished_at=datetime.now(UTC),
                                specs=[c.spec for c in candidates], outcomes=outcomes)
@@ -167,6 +169,7 @@ def _candidate_container(base: Container, declaration: CandidateDeclaration, tal
     HTTP clients opened among the run's (base's), so that they close when the run ends."""
     container = Container(settings=_candidate_settings(base.settings(), declaration))
     container.llm_retry_tally.override(providers.Object(tally))
+    container.llm_pacing.override(base.local_pacing)  # no database: the candidates pace in memory
     container.http_clients.override(base.http_clients)
     return container
 

@@ -8,7 +8,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from firmsift.adapters.llm.endpoint import is_local_api_base
-from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind, Score, disagreements, score
+from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
+from firmsift.domain.evaluation_scores import Score, disagreements, score
 from firmsift.services.evaluation_run import CandidateSpec
 
 SCHEMA = "firmsift-eval/1"

@@ -7,11 +7,14 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from firmsift.entrypoints.progress_rate import rate_and_eta
+
 WIDTH = 30
 
 
 class ProgressBar:
-    """Redrawn in place on a terminal; on a pipe or a CI log, one line per tenth of the way."""
+    """Answers done, elapsed time, rate and time left: redrawn in place on a terminal; on a pipe or a
+    CI log, one line per tenth of the way."""
 
     def __init__(self, stream: TextIO = sys.stderr, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream, self.clock = stream, clock
@@ -26,7 +29,10 @@ class ProgressBar:
         self._last_tenth = tenth
         filled = done * WIDTH // total if total else WIDTH
         bar = "#" * filled + "." * (WIDTH - filled)
-        line = f"[{bar}] {done}/{total} answers, {self.clock() - self.started:.0f}s"
+        elapsed = self.clock() - self.started
+        rate, eta = rate_and_eta(done, elapsed, total - done)
+        pace = f", {rate:.1f}/s, ETA {eta}" if done < total else f", {rate:.1f}/s"
+        line = f"[{bar}] {done}/{total} answers, {elapsed:.0f}s{pace}"
         finished = done == total
         self.stream.write(("\r" if tty else "") + line + ("\n" if finished or not tty else ""))
         self.stream.flush()

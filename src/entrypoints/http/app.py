@@ -1,4 +1,5 @@
-"""The HTTP API (Starlette): submit a classification job, poll it, check health, describe itself."""
+"""The HTTP API (Starlette): submit a classification job, poll it, correct answers, check health,
+describe itself."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ from firmsift.adapters.decorators.prometheus_metrics import Metrics
 from firmsift.adapters.readiness import IntakeOutcomes
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
+from firmsift.entrypoints.http.answers import answer_routes
 from firmsift.entrypoints.http.auth import Gate, auth_required
 from firmsift.entrypoints.http.batches import batch_routes
+from firmsift.entrypoints.http.contract.requests import SubmitRequest
+from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.header_limit import HeaderLimit
 from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
@@ -28,18 +32,20 @@ from firmsift.entrypoints.http.openapi import openapi_document
 from firmsift.entrypoints.http.rate_limit import TokenBuckets
 from firmsift.domain.model import Classifier
 from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.web.routes import web_routes
+from firmsift.entrypoints.web.security import SecurityHeaders
 from firmsift.ports.database_errors import DatabaseFailure
 from firmsift.ports.batches import BatchIntake, BatchStore
+from firmsift.ports.human_answers import HumanAnswerStore
 from firmsift.ports.intake import JobIntake
 from firmsift.ports.keys import ApiKeyStore
-from firmsift.ports.repository import JobRepository
+from firmsift.ports.repository import JobRepository, KnownCompanies
+from firmsift.ports.web_sessions import WebSessions
 from firmsift.services.batch_estimate import BatchEstimator
 from firmsift.services.batches import BatchReplies
 from firmsift.services.budgets import Budgets
 from firmsift.services.submit import SubmitJob, find_job, submit_job
 
-ALLOWED_FIELDS = frozenset({"classifier", "domains"})
-DEFAULT_CLASSIFIER = "cpg"
 LOOPBACK = "127.0.0.1"  # where `firmsift serve` listens unless told otherwise
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,9 @@ def create_app(
     batch_replies: BatchReplies,
     budgets: Budgets,
     batch_estimator: BatchEstimator,
+    human_answers: HumanAnswerStore,
+    known: KnownCompanies,
+    web_sessions: WebSessions,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
     not_ready: Mapping[str, str] | None = None,
@@ -72,7 +81,8 @@ def create_app(
     runs alongside it (the embedded worker of `firmsift serve`). `host` is the address it will be
     served on: it decides whether FIRMSIFT_AUTH=auto requires keys (looked up in `api_keys`), and
     UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
-    `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz."""
+    `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz.
+    The web app (entrypoints/web) is served at `/` on the same gate; `known` feeds its review queue."""
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
     failures = (TokenBuckets(settings.auth_failures_per_minute, holder="unknown API keys from this address")
@@ -90,21 +100,14 @@ def create_app(
         caller = await gate.caller(request.headers, _address(request))  # before the body: strangers cost no parsing
         async with backend_deadline():
             await budgets.check(caller)  # 429 budget_exhausted, before the body too
-        body = await read_json_body(request, settings.max_body_bytes)
-        if not isinstance(body, dict):
-            raise InvalidRequest("body must be a JSON object", (Rejection(_kind(body), "expected an object"),))
-        unknown = sorted(set(body) - ALLOWED_FIELDS)
-        if unknown:
-            raise InvalidRequest("unknown fields in body", tuple(Rejection(k, "not a field; use classifier, domains") for k in unknown))
-        if "domains" not in body:
-            raise InvalidRequest("'domains' is required", (Rejection("domains", "missing"),))
+        body = validated(SubmitRequest, await read_json_body(request, settings.max_body_bytes))
         reply_queue = request.headers.get("x-reply-queue")
         if reply_queue is not None and reply_queue.strip() in own_queues:
             # Replies there would be taken for jobs (or dropped as duplicates of them).
             raise InvalidRequest("invalid X-Reply-Queue", (Rejection(reply_queue, "is one of firmsift's own queues"),))
         command = SubmitJob(
-            classifier=body.get("classifier", DEFAULT_CLASSIFIER),
-            domains=body["domains"],
+            classifier=body.classifier,
+            domains=body.domains,
             reply_queue=reply_queue,
             caller=caller,
             idempotency_key=request.headers.get("idempotency-key"),
@@ -175,16 +178,22 @@ def create_app(
         *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                       replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
                       budgets=budgets, estimator=batch_estimator),
+        *answer_routes(catalog=catalog, gate=gate, store=human_answers, max_body_bytes=settings.max_body_bytes,
+                       deadline=backend_deadline),
         Route("/domains/classify", submit, methods=["POST"]),
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", exposition, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        *web_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
+                    replies=batch_replies, budgets=budgets, estimator=batch_estimator, known=known,
+                    humans=human_answers, sessions=web_sessions, deadline=backend_deadline),
     ]
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
-                     middleware=[Middleware(HeaderLimit, max_bytes=settings.max_header_bytes)])
+                     middleware=[Middleware(HeaderLimit, max_bytes=settings.max_header_bytes),
+                                 Middleware(SecurityHeaders)])
 
 
 async def client_disconnected(request: Request, _exc: Exception) -> Response:
@@ -197,6 +206,3 @@ async def client_disconnected(request: Request, _exc: Exception) -> Response:
 def _address(request: Request) -> str:
     return request.client.host if request.client else ""
 
-
-def _kind(value: object) -> str:
-    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")

@@ -106,3 +106,15 @@ class Gate:
         if self.limiter is not None:
             self.limiter.take(key.id)
         return key.caller()
+
+    async def key_caller(self, key_id: str) -> Caller:
+        """The Caller of the key with this id (a web session holds the id, never the key), after
+        charging its rate limit; InvalidApiKey once the key is revoked or gone."""
+        if self.keys is None:
+            return ANONYMOUS
+        key = await self.keys.get_key(key_id)
+        if key is None or key.revoked:
+            raise InvalidApiKey()
+        if self.limiter is not None:
+            self.limiter.take(key.id)
+        return key.caller()

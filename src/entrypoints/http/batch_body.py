@@ -15,12 +15,15 @@ from firmsift.domain.batches import InputRow
 from firmsift.domain.normalize import DomainRejected
 from firmsift.entrypoints.cli.csv_files import CsvFileError
 from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
+from firmsift.entrypoints.http.contract.requests import BatchRequest
+from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.http.json_body import json_document
 
 JSON = "application/json"
 CSV = "text/csv"
-JSON_FIELDS = frozenset({"classifier", "domains"})
+# What json.dumps(value, ensure_ascii=False) writes, without building an encoder for each row.
+_ORIGINAL_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass(frozen=True)
@@ -65,24 +68,17 @@ async def spool_body(request: Request, folder: Path, max_bytes: int) -> SpooledB
     return SpooledBody(path, digest.hexdigest())
 
 
-def json_rows(body: SpooledBody) -> tuple[object, list[object]]:
-    """(classifier, domains) of a JSON body {"classifier", "domains": [...]}; 400/422 otherwise."""
+def json_rows(body: SpooledBody) -> tuple[object, list[object], object]:
+    """(classifier, domains, mode) of a JSON body, checked as BatchRequest (mode None when not
+    given; an explicit null is refused); 400 malformed_json or 422 invalid_request otherwise."""
     document = json_document(body.path.read_bytes())  # the same rules as every other JSON body
-    if not isinstance(document, dict):
-        raise BodyRejected(422, "invalid_request", "body must be a JSON object {\"classifier\", \"domains\"}")
-    unknown = sorted(set(document) - JSON_FIELDS)
-    if unknown:
-        raise BodyRejected(422, "invalid_request", f"unknown fields in body: {', '.join(unknown)}; "
-                                                   "use classifier, domains")
-    domains = document.get("domains")
-    if not isinstance(domains, list) or not domains:
-        raise BodyRejected(422, "invalid_request", "'domains' must be a non-empty list")
-    return document.get("classifier", "cpg"), domains
+    request = validated(BatchRequest, document)
+    return request.classifier, request.domains, request.mode
 
 
 def json_input_rows(domains: list[object]) -> Iterator[InputRow]:
     for position, item in enumerate(domains):
-        yield InputRow(position, None, json.dumps(item, ensure_ascii=False), item)
+        yield InputRow(position, None, _ORIGINAL_JSON(item), item)
 
 
 class CsvUpload:
@@ -111,7 +107,7 @@ class CsvUpload:
                         value = DomainRejected(f"has {len(cells)} cells but the header has {width}: "
                                                "a delimiter inside an unquoted cell?")
                         padded = cells
-                    yield InputRow(position, line, json.dumps(padded, ensure_ascii=False), value)
+                    yield InputRow(position, line, _ORIGINAL_JSON(padded), value)
         except CsvFileError as error:
             raise BodyRejected(400, "bad_csv", self._message(error)) from None
 

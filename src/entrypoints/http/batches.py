@@ -16,21 +16,23 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from firmsift.domain.batch_documents import accepted_batch_document, progress_document
-from firmsift.domain.batch_results import answer_names, csv_header, csv_line, json_line
+from firmsift.domain.batch_results import answer_names, csv_header, csv_lines, json_lines
 from firmsift.domain.batches import Batch, InputRow
 from firmsift.domain.cell_host import domain_from_cell
 from firmsift.domain.clock import utc_now
+from firmsift.domain.economy import BatchMode
 from firmsift.domain.errors import InvalidRequest, Rejection
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Classifier
 from firmsift.domain.normalize import normalize_domain
 from firmsift.entrypoints.http.auth import Gate
 from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, json_input_rows, json_rows, spool_body
+from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.services.batch_estimate import BatchEstimator
-from firmsift.services.batch_intake import BatchSubmission, SubmitBatch, check_batch_request, submit_batch
+from firmsift.services.batch_intake import BatchSubmission, SubmitBatch, check_batch_request
 from firmsift.services.batches import BatchReplies, cancel_batch, find_batch, result_pages
 from firmsift.services.budgets import Budgets
 
@@ -48,47 +50,51 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
     async def caller_of(request: Request) -> Caller:
         return await gate.caller(request.headers, request.client.host if request.client else "")
 
+    submitter = BatchSubmitter(settings, catalog, intake, batches, replies, budgets, deadline)
+
     async def accept(command: SubmitBatch, dry_run: bool) -> BatchSubmission | dict[str, Any]:
         if dry_run:
             return await estimator.estimate(command)
-        return await submit_batch(command, catalog=catalog, intake=intake, batches=batches,
-                                  job_size=settings.max_domains_per_job, max_domains=settings.max_domains_per_batch)
+        return await submitter.submit(command)
 
     async def submit(request: Request) -> JSONResponse:
         caller = await caller_of(request)  # before the body: strangers cost no reading
         dry_run = _dry_run(request.query_params.get("dry_run"))
         if not dry_run:  # a dry run spends nothing: it is answered over a spent limit too
-            async with deadline():
-                await budgets.check(caller)  # 429 budget_exhausted, before the body too
+            await submitter.check_budget(caller)  # 429 budget_exhausted, before the body too
         kind = content_kind(request)
         reply_queue = request.headers.get("x-reply-queue")
         if reply_queue is not None and reply_queue.strip() in own_queues:
             raise InvalidRequest("invalid X-Reply-Queue", (Rejection(reply_queue, "is one of firmsift's own queues"),))
         column = request.query_params.get("column")
         classifier: object = request.query_params.get("classifier", DEFAULT_CLASSIFIER)
+        mode: object = request.query_params.get("mode", BatchMode.STANDARD.value)  # a JSON body's "mode" comes first
         if (kind == CSV and column is None) or (column is not None and not column.strip()):
             raise BodyRejected(400, "missing_column", "a CSV upload needs ?column=NAME: the column holding the domains")
         key = request.headers.get("idempotency-key")
 
         def command(classifier: object, rows: Iterable[InputRow], read_domain: Callable[[object], str],
                     request_hash: str = "", columns: tuple[str, ...] | None = None) -> SubmitBatch:
-            return SubmitBatch(classifier, rows, read_domain, request_hash, columns, reply_queue, caller, key)
+            return SubmitBatch(classifier, rows, read_domain, request_hash, columns, reply_queue, caller, key, mode)
 
         if kind == CSV:
-            check_batch_request(command(classifier, (), _cell_domain), catalog)  # before the body is read
+            check_batch_request(command(classifier, (), cell_domain), catalog)  # before the body is read
         with tempfile.TemporaryDirectory(prefix="firmsift-batch-") as folder:
             body = await spool_body(request, Path(folder), settings.max_batch_body_bytes)
-            identity = hashlib.sha256(f"{kind}\n{column}\n{classifier}\n{reply_queue}\n{body.sha256}".encode())
+            # The mode only when not the default, so a standard batch's identity is as it always was.
+            economy = "" if mode == BatchMode.STANDARD.value else f"\n{mode}"
+            identity = hashlib.sha256(f"{kind}\n{column}\n{classifier}\n{reply_queue}\n{body.sha256}{economy}".encode())
             if kind == CSV:
                 assert column is not None
                 upload = await asyncio.to_thread(CsvUpload, body, column)
                 try:
-                    submission = await accept(command(classifier, upload.rows(), _cell_domain,
+                    submission = await accept(command(classifier, upload.rows(), cell_domain,
                                                       identity.hexdigest(), upload.header), dry_run)
                 finally:
                     upload.close()
             else:
-                classifier, domains = await asyncio.to_thread(json_rows, body)
+                classifier, domains, named_mode = await asyncio.to_thread(json_rows, body)
+                mode = mode if named_mode is None else named_mode
                 submission = await accept(command(classifier, json_input_rows(domains), normalize_domain,
                                                   identity.hexdigest()), dry_run)
         if isinstance(submission, dict):
@@ -96,8 +102,6 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         headers = {"Location": f"/batches/{submission.batch.id}"}
         if submission.replayed:
             headers["Idempotent-Replayed"] = "true"
-        else:
-            await replies.reply_if_ended(submission.batch.id)  # every row rejected: no job will end it
         return JSONResponse(accepted_batch_document(submission.batch, submission.rejected), status_code=202,
                             headers=headers)
 
@@ -121,14 +125,7 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         if not (start.isascii() and start.isdigit()):
             raise BodyRejected(400, "bad_start", f"start must be a row index (0 or more), not {start!r}")
 
-        async def lines() -> AsyncIterator[str]:
-            if wanted == "csv":
-                yield csv_header(batch, answer_names())
-            async for page in result_pages(batch, batches, start=int(start)):
-                write = csv_line if wanted == "csv" else json_line
-                yield "".join(write(batch, item) for item in page)
-
-        return StreamingResponse(lines(), media_type=FORMATS[wanted])
+        return StreamingResponse(result_lines(batch, batches, wanted, int(start)), media_type=FORMATS[wanted])
 
     async def cancel(request: Request) -> JSONResponse:
         batch = await owned(request)
@@ -150,6 +147,14 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
     ]
 
 
+async def result_lines(batch: Batch, batches: BatchStore, wanted: str, start: int = 0) -> AsyncIterator[str]:
+    """The batch's results from row `start` as CSV (with its header) or JSON Lines (`wanted`: a key of FORMATS)."""
+    if wanted == "csv":
+        yield csv_header(batch, answer_names())
+    async for page in result_pages(batch, batches, start=start):
+        yield csv_lines(batch, page) if wanted == "csv" else json_lines(batch, page)
+
+
 def _dry_run(value: str | None) -> bool:
     if value is None or value.lower() in ("false", "0"):
         return False
@@ -158,6 +163,6 @@ def _dry_run(value: str | None) -> bool:
     raise BodyRejected(400, "bad_dry_run", f"dry_run must be true or false, not {value!r}")
 
 
-def _cell_domain(value: object) -> str:
+def cell_domain(value: object) -> str:
     """A CSV cell's domain, by the CLI's rule: the first host name in the cell, normalized."""
     return domain_from_cell(value if isinstance(value, str) else "").domain

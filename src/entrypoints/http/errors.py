@@ -18,6 +18,7 @@ from firmsift.domain.errors import (
     TooManyDomains,
     UnknownClassifier,
 )
+from firmsift.domain.human_answers import HumanAnswerNotFound
 from firmsift.domain.idempotency import IdempotencyKeyReused
 from firmsift.domain.keys import InvalidApiKey, NotAuthenticated
 from firmsift.domain.reply_queues import ReplyQueueNotAllowed
@@ -33,6 +34,7 @@ _STATUS: list[tuple[type[FirmsiftError], int]] = [
     (InvalidRequest, 422),
     (UnknownClassifier, 422),
     (JobNotFound, 404),
+    (HumanAnswerNotFound, 404),
     (QueueUnavailable, 503),
     (NotAuthenticated, 401),
     (ReplyQueueNotAllowed, 403),

@@ -5,73 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from firmsift.domain.batches import BatchStatus
-from firmsift.entrypoints.http.openapi_estimate import BATCH_SPEND, DRY_RUN_PARAMETER, estimate_schema
+from firmsift.domain.economy import BatchMode
 
 JSON = "application/json"
 CSV = "text/csv"
 JSON_LINES = "application/x-ndjson"
 RESULT_STATES = ["PENDING", "DONE", "FAILED", "CANCELLED", "REJECTED"]
+DRY_RUN_PARAMETER = {
+    "name": "dry_run", "in": "query", "required": False, "schema": {"type": "boolean", "default": False},
+    "description": "true: answer 200 with what the batch would cost (BatchEstimate), recording nothing and "
+                   "calling no provider; the counts are those the same request without it would accept"}
 
 
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
-
-
-def batch_schemas(classifiers: list[str], max_domains: int) -> dict[str, Any]:
-    count = {"type": "integer", "minimum": 0}
-    moment = {"type": ["string", "null"], "format": "date-time"}
-    progress_fields = {
-        "batch_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
-        "status": {"enum": [s.value for s in BatchStatus]},
-        "total": {**count, "description": "unique domains to classify: done + failed + pending + cancelled"},
-        "done": count, "failed": count, "pending": count,
-        "cancelled": {**count, "description": "domains whose job DELETE stopped before it started"},
-        "by_source": {"type": "object", "additionalProperties": count,
-                      "description": "finished domains by the path that answered them (known_company, cache, llm, …)"},
-        "rows": {**count, "description": "input rows read"}, "duplicates": count,
-        "rejected": {**count, "description": "rows without a usable domain"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "finished_at": {**moment, "description": "when the last domain finished (or the batch was cancelled); "
-                                                 "null while any is pending"},
-        "estimated_finish_at": {**moment, "description": "at the rate seen so far; null before the first domain "
-                                                         "finished and once none is pending"},
-        "spend": BATCH_SPEND,
-    }
-    accepted = {
-        "type": "object", "required": ["batch_id", "classifier", "total", "accepted", "duplicates", "rejected"],
-        "additionalProperties": False,
-        "properties": {
-            "batch_id": {"type": "string", "format": "uuid"}, "classifier": {"type": "string"},
-            "total": {**count, "description": "rows read"},
-            "accepted": {**count, "description": "unique domains to classify"},
-            "duplicates": {**count, "description": "rows whose domain an earlier row already has"},
-            "rejected": {"type": "array", "items": {
-                "type": "object", "required": ["index", "reason"], "additionalProperties": False,
-                "properties": {"index": {**count, "description": "0-based row of the list or of the CSV data"},
-                               "line": {"type": "integer", "minimum": 2, "description": "CSV line the row starts on"},
-                               "reason": {"type": "string"}}}},
-        },
-    }
-    return {
-        "BatchRequest": {
-            "type": "object", "required": ["domains"], "additionalProperties": False,
-            "properties": {
-                "classifier": {"type": "string", "enum": classifiers, "default": "cpg"},
-                "domains": {"type": "array", "minItems": 1, "items": {},
-                            "description": f"host names or URLs, one per row; normalized and de-duplicated, at most "
-                                           f"{max_domains} unique ones (413 too_many_domains); a value that is not "
-                                           "a valid domain is a rejected row, listed in the answer"}},
-        },
-        "BatchAccepted": accepted,
-        "BatchEstimate": estimate_schema(accepted),
-        "BatchProgress": {"type": "object", "required": list(progress_fields), "additionalProperties": False,
-                          "properties": progress_fields},
-        "BatchCancelled": {"type": "object", "required": [*progress_fields, "cancelled_jobs"],
-                           "additionalProperties": False,
-                           "properties": {**progress_fields, "cancelled_jobs": {
-                               **count, "description": "jobs stopped now (not started yet)"}}},
-    }
 
 
 def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any], auth_errors: dict[str, Any],
@@ -90,6 +37,10 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
             {"name": "column", "in": "query", "required": False, "schema": {"type": "string", "minLength": 1},
              "description": "for a CSV upload (then required): the column holding the domains; each cell's first "
                             "host name is used, as `firmsift classify` does"},
+            {"name": "mode", "in": "query", "required": False,
+             "schema": {"enum": [m.value for m in BatchMode], "default": BatchMode.STANDARD.value},
+             "description": "standard or economy (the provider's batch API: half the price, within 24 hours); "
+                            "a JSON body's own `mode` comes first"},
             DRY_RUN_PARAMETER, *headers,
         ],
         "requestBody": {"required": True, "content": {

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.background import alongside
-from firmsift.domain.budgets import BudgetExhausted, SpendingPaused
+from firmsift.domain.budgets import BudgetExhausted, JobPause, SpendingPaused
 from firmsift.domain.clock import Clock
-from firmsift.domain.errors import QueueUnavailable, StaleReceipt
-from firmsift.domain.job_document import job_document, reply_dedup_id
+from firmsift.domain.errors import StaleReceipt
 from firmsift.domain.model import Job
 from firmsift.domain.work_messages import job_message
-from firmsift.domain.outside_text import storable_error
+from firmsift.ports.database_errors import DatabaseFailure
 from firmsift.ports.queue import MAX_BATCH, QueueMessage, ReplyPublisher, WorkQueue
 from firmsift.services.dead_letters import fail_dead_lettered, job_id_of
+from firmsift.services.job_replies import reply_to_job
 from firmsift.services.process import JobDependencies, process_job
 
 log = logging.getLogger(__name__)
@@ -149,7 +148,8 @@ class Worker:
                 else:
                     await self._reply(job)
                     await self._after(job)
-                    self.on_job_finished(job, self.clock() - started)
+                    if job.status.finished:  # not a job left waiting for a provider batch (economy mode)
+                        self.on_job_finished(job, self.clock() - started)
                     log.info("job finished", extra={"job_id": job.id, "status": job.status.value,
                                                     "receive_count": message.receive_count})
         except SpendingPaused as paused:
@@ -169,6 +169,10 @@ class Worker:
         delay = min(refusal.retry_after, self.config.budget_recheck_seconds)
         log.info("job paused by a spend limit; message hidden", extra={
             "job_id": job_id, "scope": refusal.scope, "seconds": delay, "receive_count": message.receive_count})
+        try:  # what GET of the job (and of its batch) says about the wait
+            await self.deps.jobs.record_pause(job_id, JobPause.of(refusal, self.deps.now(), delay))
+        except DatabaseFailure as error:  # the pause itself matters more than its explanation
+            log.warning("the pause could not be recorded", extra={"job_id": job_id, "error": str(error)})
         try:
             if message.receive_count <= 1:
                 await self.queue.change_visibility(message.receipt, delay)
@@ -179,18 +183,7 @@ class Worker:
         await self._delete(message)
 
     async def _reply(self, job: Job) -> None:
-        # Only a final state: a stale delivery ending after its job was redriven (PENDING again)
-        # leaves the reply to the new delivery.
-        if job.reply_queue is None or job.reply_sent or not job.status.finished:
-            return
-        try:
-            body = json.dumps(job_document(job))
-            await self.replies.publish(job.reply_queue, body, group_id=job.id, dedup_id=reply_dedup_id(job.id, body))
-        except QueueUnavailable as error:
-            log.error("reply could not be published", extra={"job_id": job.id, "error": str(error)})
-            await self.deps.jobs.record_reply(job.id, sent=False, error=storable_error(error))
-            return
-        await self.deps.jobs.record_reply(job.id, sent=True, error=None)
+        await reply_to_job(job, self.replies, self.deps.jobs)
 
     async def _after(self, job: Job) -> None:
         if self.after_job is not None and job.status.finished:

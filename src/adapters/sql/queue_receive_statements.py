@@ -1,24 +1,21 @@
-"""The database queue's SQL, named and in one place: each function does one step of a
-transaction on a connection the caller opened (tables queue_messages and queue_dedup, and on
-PostgreSQL the advisory locks and notifications that go with them)."""
+"""The database queue's SQL for receiving, named and in one place: each function does one step of
+a transaction on a connection the caller opened (table queue_messages): claiming group heads,
+dead-lettering, acknowledging, moving visibility, counting and peeking."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Row, delete, func, select, update
 
-from firmsift.adapters.sql.bulk_insert import insert_rows
-from firmsift.adapters.sql.tables import queue_dedup, queue_messages
+from firmsift.adapters.sql.queue_send_statements import notify_sent, on_postgresql
+from firmsift.adapters.sql.tables import queue_messages
 from firmsift.ports.queue import QueueMessage
 
-# Column shorthands: every statement below reads these two tables.
+# Column shorthands: every statement below reads this table.
 msg = queue_messages.c
-dedup = queue_dedup.c
 _peer = queue_messages.alias("group_peer")
-_expired = queue_dedup.alias("expired")
 _MESSAGE_FIELDS = (msg.id, msg.body, msg.group_id, msg.receive_count)
 
 # The lowest id in a message's group. Only that head may be delivered, which keeps each
@@ -30,29 +27,6 @@ _GROUP_HEAD_ID = (
 )
 
 
-# PostgreSQL only. Sends to one group take turns until they commit, so ids within a group are
-# assigned in commit order: otherwise a lower id committing after a higher one was delivered
-# would become the group's head while its successor is in flight (two in flight, out of order).
-LOCK_GROUP_FOR_SEND = text("SELECT pg_advisory_xact_lock(:key)")
-# Delivered at commit (never on rollback) to every connection LISTENing on the channel.
-NOTIFY_SENT = text("SELECT pg_notify(:channel, :queue)")
-
-
-def notification_channel(queue: str) -> str:
-    """The LISTEN/NOTIFY channel of a queue: queue names may hold dots, dashes or a whole URL,
-    and channels must be plain identifiers of at most 63 bytes, so the name is hashed."""
-    return "firmsift_queue_" + hashlib.blake2b(queue.encode(), digest_size=16).hexdigest()
-
-
-def _group_lock_key(queue: str, group_id: str) -> int:
-    digest = hashlib.blake2b(f"{queue}\0{group_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)  # advisory-lock keys are signed 64-bit
-
-
-def _on_postgresql(conn: Connection) -> bool:
-    return conn.dialect.name == "postgresql"
-
-
 @dataclass
 class Claim:
     """What one claiming transaction did: messages delivered, messages moved to the
@@ -61,82 +35,6 @@ class Claim:
     delivered: list[QueueMessage] = field(default_factory=list)
     dead_lettered: int = 0
     next_visible_at: float | None = None
-
-
-def insert_message(
-    conn: Connection, *, queue: str, body: str, group_id: str, dedup_id: str, now: float, dedup_window: float
-) -> int:
-    """Store a message unless its dedup id was seen on this queue within the window; return
-    the id of the stored message, or of the first one when the send is a duplicate. On
-    PostgreSQL, receivers LISTENing in other processes are notified when the caller commits."""
-    if _on_postgresql(conn):
-        # Taken first, so a duplicate in the same group also waits and then sees the first's row.
-        conn.execute(LOCK_GROUP_FOR_SEND, {"key": _group_lock_key(queue, group_id)})
-    _purge_expired_dedup_ids(conn, queue=queue, now=now)
-    first_id = conn.execute(
-        select(dedup.message_id).where(
-            dedup.queue == queue, dedup.dedup_id == dedup_id, dedup.expires_at > now
-        )
-    ).scalar()
-    if first_id is not None:
-        return int(first_id)
-    message_id = conn.execute(
-        insert(queue_messages).values(
-            queue=queue, group_id=group_id, body=body, dedup_id=dedup_id,
-            sent_at=now, visible_at=now, receive_count=0, receipt=None,
-        )
-    ).inserted_primary_key[0]
-    # The window runs from the first send and is not extended by duplicates (as on SQS);
-    # the row outlives a delete of the message, so a late resend is still ignored.
-    conn.execute(
-        insert(queue_dedup).values(
-            queue=queue, dedup_id=dedup_id, message_id=message_id, expires_at=now + dedup_window
-        )
-    )
-    _notify_sent(conn, queue)
-    return int(message_id)
-
-
-def insert_fresh_group_messages(
-    conn: Connection, *, queue: str, messages: list[tuple[str, str]], now: float, dedup_window: float
-) -> None:
-    """Store (body, group id) messages, each the first of a group no other transaction can send
-    to (a job created in this very transaction), with its group id as dedup id: in a few
-    statements, however many there are. insert_message's per-group lock and dedup lookup are not
-    needed: no other sender knows these groups before the commit, and their ids are new."""
-    if not messages:
-        return
-    _purge_expired_dedup_ids(conn, queue=queue, now=now)
-    insert_rows(conn, queue_messages, [
-        {"queue": queue, "group_id": group_id, "body": body, "dedup_id": group_id, "sent_at": now,
-         "visible_at": now, "receive_count": 0, "receipt": None}
-        for body, group_id in messages
-    ])
-    # By group (ix_queue_messages_group): each group holds just this message, its dedup id the group id.
-    ids = conn.execute(select(msg.id, msg.group_id).where(
-        msg.queue == queue, msg.group_id.in_([group_id for _, group_id in messages]))).all()
-    insert_rows(conn, queue_dedup, [
-        {"queue": queue, "dedup_id": dedup_id, "message_id": message_id, "expires_at": now + dedup_window}
-        for message_id, dedup_id in ids
-    ])
-    _notify_sent(conn, queue)
-
-
-def _purge_expired_dedup_ids(conn: Connection, *, queue: str, now: float) -> None:
-    # Expired rows are purged on the write path, so no sweeper process is needed. Rows another
-    # sender is purging right now are left to it (SKIP LOCKED on PostgreSQL): a send never
-    # waits on, or deadlocks with, another send over housekeeping.
-    expired = (
-        select(_expired.c.dedup_id)
-        .where(_expired.c.queue == queue, _expired.c.expires_at <= now)
-        .with_for_update(skip_locked=True)
-    )
-    conn.execute(delete(queue_dedup).where(dedup.queue == queue, dedup.dedup_id.in_(expired)))
-
-
-def _notify_sent(conn: Connection, queue: str) -> None:
-    if _on_postgresql(conn):
-        conn.execute(NOTIFY_SENT, {"channel": notification_channel(queue), "queue": queue})
 
 
 def claim_messages(
@@ -166,7 +64,7 @@ def claim_messages(
         # Delivered heads now block their groups and dead-lettered ones have left the queue,
         # so the next round sees only heads not yet considered (the successors of moved ones).
     if claim.dead_lettered:
-        _notify_sent(conn, dead_letter_queue)
+        notify_sent(conn, dead_letter_queue)
     if not claim.delivered:
         claim.next_visible_at = conn.execute(
             select(func.min(msg.visible_at)).where(
@@ -187,7 +85,7 @@ def _select_deliverable_heads(conn: Connection, *, queue: str, now: float, limit
         .order_by(msg.id)
         .limit(limit)
     )
-    if _on_postgresql(conn):
+    if on_postgresql(conn):
         # Concurrent workers pass over heads another transaction is claiming instead of
         # queueing behind its row lock. SQLite needs nothing: BEGIN IMMEDIATE serializes writers.
         stmt = stmt.with_for_update(skip_locked=True)

@@ -1,0 +1,1 @@
+"""Alembic's script directory: env.py and one revision per schema change (versions/)."""

@@ -1,0 +1,66 @@
+"""The wiring of the HTTP API of `firmsift serve` and `firmsift api`, with the dry run's estimator."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dependency_injector import providers
+
+from firmsift.domain.estimates import WorkerPace
+from firmsift.domain.freshness import PRECHECK_MAX_AGE
+from firmsift.entrypoints.http.app import create_app
+from firmsift.entrypoints.provider_wiring import ProviderWiring
+from firmsift.entrypoints.queue_wiring import QueueWiring
+from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.storage_wiring import StorageWiring
+from firmsift.services.batch_estimate import BatchEstimator
+
+
+def precheck_max_age(settings: Settings) -> timedelta:
+    """How long a pre-check outcome counts as fresh: FIRMSIFT_PRECHECK_TTL_DAYS while the pre-check
+    runs, else the default (the worker's rule, JobDependencies.is_fresh)."""
+    return timedelta(days=settings.precheck_ttl_days) if settings.precheck else PRECHECK_MAX_AGE
+
+
+def worker_pace(settings: Settings) -> WorkerPace:
+    """What one worker runs at once, by the settings (the dry run's wall time rests on it): a batch
+    job holds at most FIRMSIFT_MAX_DOMAINS_PER_JOB domains, of which FIRMSIFT_DOMAIN_CONCURRENCY run."""
+    return WorkerPace(settings.llm_concurrency, settings.llm_requests_per_minute,
+                      settings.worker_jobs * min(settings.domain_concurrency, settings.max_domains_per_job))
+
+
+class HttpWiring(QueueWiring, ProviderWiring):
+    """The API's graph: the API itself is built anew on each call of `api`."""
+
+    settings, metrics, store, catalog, answer_history = (
+        StorageWiring.settings, StorageWiring.metrics, StorageWiring.store, StorageWiring.catalog,
+        StorageWiring.answer_history)
+    api_keys, human_answers, batches, budgets, web_sessions = (
+        StorageWiring.api_keys, StorageWiring.human_answers, StorageWiring.batches, StorageWiring.budgets,
+        StorageWiring.web_sessions)
+    intake, intake_outcomes, readiness, batch_intake, batch_replies = (
+        QueueWiring.intake, QueueWiring.intake_outcomes, QueueWiring.readiness, QueueWiring.batch_intake,
+        QueueWiring.batch_replies)
+    estimate_pricing, estimate_batch_pricing = ProviderWiring.estimate_pricing, ProviderWiring.estimate_batch_pricing
+
+    # POST /batches?dry_run=true: the price map file is read on the first dry run with LLM
+    # questions to price (the provider is passed, not called); litellm is never imported for it.
+    batch_estimator = providers.Singleton(
+        BatchEstimator, catalog=catalog, known=store, answers=store, history=answer_history,
+        pricing=estimate_pricing.provider, batch_pricing=estimate_batch_pricing.provider,
+        model=settings.provided.llm_model, pace=providers.Callable(worker_pace, settings),
+        job_size=settings.provided.max_domains_per_job, max_domains=settings.provided.max_domains_per_batch,
+        precheck=settings.provided.precheck, precheck_max_age=providers.Callable(precheck_max_age, settings),
+        human=human_answers)
+
+    # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
+    # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
+    # and the start-up checks that failed (`not_ready`); see http_api.create_app.
+    api = providers.Factory(
+        create_app, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
+        intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
+        batches=batches, batch_replies=batch_replies, budgets=budgets, batch_estimator=batch_estimator,
+        human_answers=human_answers,
+        known=store,
+        web_sessions=web_sessions,
+    )

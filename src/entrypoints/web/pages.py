@@ -1,0 +1,144 @@
+"""The web app's pages: sign in and out, the caller's batches, a batch's results (and the rows
+its script polls for), the review queue (less the rows a person has corrected since), and the
+exports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from firmsift.domain.batch_documents import progress_document
+from firmsift.domain.batches import Batch
+from firmsift.domain.clock import utc_now
+from firmsift.domain.keys import NotAuthenticated
+from firmsift.entrypoints.http.batches import FORMATS, result_lines
+from firmsift.entrypoints.http.rate_limit import RateLimited
+from firmsift.entrypoints.web.rows import RowViews
+from firmsift.entrypoints.web.site import COOKIE, Site, Visitor, form_fields
+from firmsift.ports.batches import BatchStore
+from firmsift.services.batches import find_batch, result_pages
+
+LISTED_BATCHES = 50
+PAGE_ROWS = 500  # rows on one page of a batch's table (and in each poll of it)
+REVIEW_ROWS = 1000  # the review queue shows at most this many rows
+
+
+def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
+                deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[Route]:
+
+    async def owned(request: Request, visitor: Visitor) -> Batch:
+        async with deadline():
+            return await find_batch(request.path_params["batch_id"], visitor.caller.owner, batches)
+
+    async def progress(batch: Batch) -> dict[str, Any]:
+        async with deadline():
+            return progress_document(batch, await batches.counts(batch.id), utc_now())
+
+    async def rows_of(batch: Batch, start: int, limit: int) -> list[dict[str, Any]]:
+        async with deadline():
+            return await views.page(batch, start, limit)
+
+    async def home(request: Request, visitor: Visitor) -> Response:
+        async with deadline():
+            listed = await batches.owned_batches(visitor.caller.owner, LISTED_BATCHES)
+        documents = [await progress(batch) for batch in listed]
+        return await site.render(request, visitor.session, "batches.html", title="Your batches", batches=documents)
+
+    async def batch_page(request: Request, visitor: Visitor) -> Response:
+        batch = await owned(request, visitor)
+        start = _start(request)
+        document = await progress(batch)
+        return await site.render(request, visitor.session, "batch.html", title=f"Batch {batch.id}", batch=document,
+                                 rows=await rows_of(batch, start, PAGE_ROWS), start=start, page_rows=PAGE_ROWS)
+
+    async def batch_rows(request: Request, visitor: Visitor) -> Response:
+        """The table's rows from ?start= as HTML, with the batch's progress, for the page's script."""
+        batch = await owned(request, visitor)
+        document = await progress(batch)  # first: rows read after it are never older than it says
+        html = site.templates.get_template("rows.html").render(rows=await rows_of(batch, _start(request), PAGE_ROWS),
+                                                              view="batch", csrf=visitor.session.csrf)
+        return JSONResponse({"progress": document, "rows_html": html},
+                            headers={"cache-control": "no-store"})
+
+    async def review(request: Request, visitor: Visitor) -> Response:
+        batch = await owned(request, visitor)
+        flagged: list[dict[str, Any]] = []
+        corrected = 0  # flagged rows left out: a person has corrected their domain since
+        async for page in result_pages(batch, batches):
+            for row in await views.views(batch, page):
+                if row["review"] and row["human"] is not None:
+                    corrected += 1
+                elif row["review"]:
+                    flagged.append(row)
+            if len(flagged) > REVIEW_ROWS:
+                break
+        return await site.render(request, visitor.session, "review.html", title=f"Review batch {batch.id}",
+                                 batch=await progress(batch), rows=flagged[:REVIEW_ROWS], more=len(flagged) > REVIEW_ROWS,
+                                 corrected=corrected)
+
+    async def export(request: Request, visitor: Visitor) -> Response:
+        batch = await owned(request, visitor)
+        wanted = request.path_params["format"]
+        if wanted not in FORMATS:
+            return await site.render(request, visitor.session, "error.html", status=404, title="No such export",
+                                     message=f"Exports are {' and '.join(FORMATS)}.")
+        filename = f"firmsift-{batch.id}.{wanted}"
+        return StreamingResponse(result_lines(batch, batches, wanted), media_type=FORMATS[wanted],
+                                 headers={"content-disposition": f'attachment; filename="{filename}"'})
+
+    async def login_page(request: Request) -> Response:
+        if not site.gate.required:
+            return RedirectResponse("/", status_code=303)
+        session = await site.sessions.find(request.cookies.get(COOKIE))
+        if session is not None and session.key_id is not None:
+            return RedirectResponse("/", status_code=303)
+        return await site.render(request, session or await site.sessions.start(None), "login.html", title="Sign in")
+
+    async def login(request: Request) -> Response:
+        """Exchange an API key for a session: a new session (new id, new CSRF token) holding the key's id."""
+        if not site.gate.required:
+            return RedirectResponse("/", status_code=303)
+        session = await site.sessions.find(request.cookies.get(COOKIE))
+        if session is None or not await site.csrf_presented(request, session):
+            fresh = await site.sessions.start(None, replacing=session)
+            return await site.render(request, fresh, "login.html", status=403, title="Sign in",
+                                     error="The sign-in form expired: please try again.")
+        key = (await form_fields(request)).get("api_key", "").strip()
+        address = request.client.host if request.client else ""
+        try:
+            caller = await site.gate.caller({"x-api-key": key}, address)
+        except (NotAuthenticated, RateLimited) as refused:
+            status = 429 if isinstance(refused, RateLimited) else 401
+            message = ("Too many attempts: wait a minute." if status == 429
+                       else "That API key is not valid (unknown or revoked).")
+            return await site.render(request, session, "login.html", status=status, title="Sign in", error=message)
+        signed_in = await site.sessions.start(caller.owner, replacing=session)
+        return site.with_cookie(request, RedirectResponse("/", status_code=303), signed_in)
+
+    async def logout(request: Request, visitor: Visitor) -> Response:
+        await site.sessions.end(visitor.session)
+        response = RedirectResponse("/login" if site.gate.required else "/", status_code=303)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    return [
+        Route("/", site.page(home), methods=["GET"]),
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", site.page(logout, csrf=True), methods=["POST"]),
+        Route("/batch/{batch_id}", site.page(batch_page), methods=["GET"]),
+        Route("/batch/{batch_id}/rows", site.page(batch_rows), methods=["GET"]),
+        Route("/batch/{batch_id}/review", site.page(review), methods=["GET"]),
+        Route("/batch/{batch_id}/export.{format:str}", site.page(export), methods=["GET"]),
+    ]
+
+
+def _start(request: Request) -> int:
+    start = request.query_params.get("start", "0")
+    return int(start) if start.isascii() and start.isdigit() and len(start) < 10 else 0
+

@@ -1,0 +1,44 @@
+"""The web app's routes, mounted on the API's app at `/` (see http/app.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
+
+from firmsift.domain.model import Classifier
+from firmsift.entrypoints.http.auth import Gate
+from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.web.corrections import correction_routes
+from firmsift.entrypoints.web.pages import PAGE_ROWS, page_routes
+from firmsift.entrypoints.web.rows import RowViews
+from firmsift.entrypoints.web.site import Site
+from firmsift.entrypoints.web.submit import submit_routes
+from firmsift.ports.batches import BatchIntake, BatchStore
+from firmsift.ports.human_answers import HumanAnswerStore
+from firmsift.ports.repository import KnownCompanies
+from firmsift.ports.web_sessions import WebSessions
+from firmsift.services.batch_estimate import BatchEstimator
+from firmsift.services.batches import BatchReplies
+from firmsift.services.budgets import Budgets
+
+STATIC = Path(__file__).parent / "static"
+
+
+def web_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
+               batches: BatchStore, replies: BatchReplies, budgets: Budgets, estimator: BatchEstimator,
+               known: KnownCompanies, humans: HumanAnswerStore, sessions: WebSessions,
+               deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[BaseRoute]:
+    site = Site(gate, sessions)
+    views = RowViews(catalog, batches, known, humans)
+    return [
+        *page_routes(site, batches=batches, views=views, deadline=deadline),
+        *correction_routes(site, catalog=catalog, batches=batches, views=views, humans=humans, page_rows=PAGE_ROWS,
+                           deadline=deadline),
+        *submit_routes(site, settings=settings, catalog=catalog, intake=intake, batches=batches, replies=replies,
+                       budgets=budgets, estimator=estimator, deadline=deadline),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]

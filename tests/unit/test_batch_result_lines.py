@@ -1,0 +1,59 @@
+"""Result lines of rows not yet answered: the text made once for them is what the general path
+writes, and a JSON list's stored original is spliced in as re-encoding it would write it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from firmsift.domain.batch_results import NO_RESULT, RowResult, answer_fields, csv_line, csv_lines, json_line, json_lines
+from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchRow
+
+NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+JSON_BATCH = Batch(id="b1", classifier="cpg", created_at=NOW, owner="key_a")
+CSV_BATCH = Batch(id="b2", classifier="cpg", created_at=NOW, owner="key_a", columns=("Name", "Site"))
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=8)
+
+
+def _original(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)  # as batch_body stores it
+
+
+@given(domain=TEXT, job_id=TEXT, line=st.none() | st.integers(0, 10**6))
+def test_a_pending_row_is_written_as_the_general_path_writes_it(domain: str, job_id: str, line: int | None) -> None:
+    for batch, original in ((JSON_BATCH, _original(domain)), (CSV_BATCH, _original(["Acme", domain, "x"]))):
+        row = BatchRow(5, line, original, domain, job_id)
+        shared, copied = RowResult(row, "PENDING", NO_RESULT), RowResult(row, "PENDING", NO_RESULT._replace())
+        assert json_line(batch, shared) == json_line(batch, copied)
+        assert csv_line(batch, shared) == csv_line(batch, copied)
+
+
+def test_a_pending_row_of_a_job_that_ended_shows_its_state_and_the_jobs_error() -> None:
+    item = RowResult(BatchRow(0, None, '"a.com"', "a.com", "job0"), "CANCELLED", NO_RESULT, BATCH_CANCELLED)
+    line = json.loads(json_line(JSON_BATCH, item))
+    assert (line["status"], line["error"], line["job_id"]) == ("CANCELLED", BATCH_CANCELLED, "job0")
+
+
+@given(value=JSON_VALUES, position=st.integers(0, 10**6))
+def test_a_json_lists_item_is_written_as_re_encoding_it_would(value: object, position: int) -> None:
+    for item in (RowResult(BatchRow(position, None, _original(value), rejection="no")),
+                 RowResult(BatchRow(position, None, _original(value), "a.com", "job0"), "PENDING", NO_RESULT)):
+        document: dict[str, Any] = {"index": position, "input": json.loads(item.row.original), **answer_fields(item)}
+        assert json_line(JSON_BATCH, item) == json.dumps(document, ensure_ascii=False) + "\n"
+
+
+def test_a_page_of_lines_is_each_line_in_order() -> None:
+    items = [RowResult(BatchRow(0, 2, _original(["Acme", "acme.com"]), "acme.com", "job0"), "PENDING", NO_RESULT),
+             RowResult(BatchRow(1, 3, _original(["Bad, Inc", "=x", "y"]), rejection="has 3 cells"))]
+    assert csv_lines(CSV_BATCH, items) == "".join(csv_line(CSV_BATCH, item) for item in items)
+    assert json_lines(CSV_BATCH, items) == "".join(json_line(CSV_BATCH, item) for item in items)
+    assert [row[0] for row in csv.reader(io.StringIO(csv_lines(CSV_BATCH, items)))] == ["Acme", "Bad, Inc"]

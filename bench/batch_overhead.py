@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sqlite3
 import sys
@@ -84,7 +85,8 @@ def run(folder: Path, domains: int, small: bool = False) -> list[Figure]:
             second_estimate = _dry_run(client, second)
             second_batch = _batch_run(worker, client, second, database, jobs_before=-(-domains // JOB_SIZE))
     goal = None if small else OVERHEAD_GOAL
-    load = "machine shared with 5 other helpers (2 cores)"
+    # What else the machine ran shows in its load average, read when the runs end (not a fixed label).
+    load = f"load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores"
     return [
         Figure("batch_overhead", "embedded", f"worker CPU, {domains:,} domains as one batch vs as jobs of {JOB_SIZE}",
                round(as_batch.cpu_seconds, 1), "s", reference=round(as_jobs.cpu_seconds, 1),

@@ -180,14 +180,29 @@ def test_an_interrupted_run_resumes_without_asking_twice(env: dict[str, str], tm
 def test_ctrl_c_stops_with_exit_130_and_says_how_to_resume(env: dict[str, str], tmp_path: Path,
                                                            llm: FakeLLMServer) -> None:
     llm.script("alpha-snacks.com", Reply(content="{}", delay=30), model="model-a")
-    args = [sys.executable, "-m", "firmsift.entrypoints.cli.main", "eval", str(LABELS), "--candidates", str(CANDIDATES),
-            "--cache", str(tmp_path / "cache.jsonl"), "--output", str(tmp_path / "report")]
-    run = subprocess.Popen(args, env={**os.environ, **env, "FIRMSIFT_LLM_TIMEOUT": "60"},
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # -X faulthandler: if the process outlives the wait below, SIGABRT makes it print where each thread is.
+    args = [sys.executable, "-X", "faulthandler", "-m", "firmsift.entrypoints.cli.main", "eval", str(LABELS),
+            "--candidates", str(CANDIDATES), "--cache", str(tmp_path / "cache.jsonl"), "--output", str(tmp_path / "report")]
+    # As from a terminal: a suite started as a background job (`./dev test &`, nohup) ignores
+    # SIGINT, and an ignored signal stays ignored in the processes it starts. A handled one is
+    # reset to its default by exec, so the eval process gets Python's own Ctrl-C handling.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run = subprocess.Popen(args, env={**os.environ, **env, "FIRMSIFT_LLM_TIMEOUT": "60"},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     wait_until(lambda: any("alpha-snacks.com" in json.dumps(r.body) for r in llm.requests), 120,
                "alpha asked")  # generous: an eval process alone may take 30 s to start under a parallel suite
     run.send_signal(signal.SIGINT)
-    _, stderr = run.communicate(timeout=20)
+    try:
+        _, stderr = run.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        masks = [line for line in Path(f"/proc/{run.pid}/status").read_text().splitlines() if line.startswith("Sig")]
+        run.send_signal(signal.SIGABRT)
+        _, stderr = run.communicate(timeout=20)
+        pytest.fail(f"eval still running 20 s after SIGINT; its signal masks {masks}; its threads at SIGABRT:\n"
+                    f"{stderr[-6000:]}")
     assert run.returncode == 130
     assert "interrupted" in stderr and "run the same command again to resume" in stderr
     assert not (tmp_path / "report").exists()

@@ -282,7 +282,14 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:  # noqa: N802 - name fixed by BaseHTTPRequestHandler
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
+            expected = int(self.headers.get("Content-Length") or 0)
+            received = self.rfile.read(expected)
+            if len(received) < expected:
+                # The client went away mid-body (a worker killed -9 while sending): a real server
+                # never sees a request here, so none is answered or recorded.
+                self.close_connection = True
+                return
+            raw = received.decode("utf-8", "replace")
             if self.path.split("?")[0] not in CHAT_PATHS:
                 self._send(404, _error_body(f"no route for {self.path}", 404))
                 return

@@ -71,7 +71,7 @@ async def run(engine, domains: int, *, answered: bool = False) -> None:  # type:
     print(f"intake:  {time.process_time() - cpu:.2f} s CPU, {time.perf_counter() - wall:.2f} s wall, "
           f"{submission.batch.accepted:,} domains accepted")
     if answered:
-        await _answer_every_domain(engine, store, submission.batch.id)
+        await answer_every_domain(engine, store, submission.batch.id)
     cpu, wall = time.process_time(), time.perf_counter()
     digest, rows = hashlib.sha256(), 0
     async for page in result_pages(submission.batch, batches):
@@ -82,7 +82,7 @@ async def run(engine, domains: int, *, answered: bool = False) -> None:  # type:
           f"(sha256 {digest.hexdigest()[:16]}: the same ids each run, so equal output gives an equal digest)")
 
 
-async def _answer_every_domain(engine, store: SqlStore, batch_id: str) -> None:  # type: ignore[no-untyped-def]
+async def answer_every_domain(engine, store: SqlStore, batch_id: str) -> None:  # type: ignore[no-untyped-def]
     """What workers leave behind: each domain's result saved as a worker saves it (a DONE answer
     with three pieces of evidence, a quote and its cost), then each job DONE. Not timed."""
     wall = time.perf_counter()

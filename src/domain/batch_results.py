@@ -60,14 +60,41 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 _STRING = json.encoder.encode_basestring  # what _ENCODE writes for a str
 
 
-class RowResult(NamedTuple):
-    """A row with its domain's result and state (batches.domain_state); for a rejected row both
-    are None. `job_error` is the error of the row's job, shown when the job ended without it."""
+def shown_members(result: ShownResult) -> str:
+    """The result's fields as a result line writes them: JSON members in field order, no braces.
+    A store may keep this with a DONE result (RowResult.shown) so that reading it back for a
+    line needs neither decoding nor encoding."""
+    return _ENCODE(dict(zip(ShownResult._fields, result)))[1:-1]
 
-    row: BatchRow
-    state: str | None = None
-    result: ShownResult | None = None
-    job_error: str | None = None
+
+class RowResult:
+    """A row with its domain's result and state (batches.domain_state); for a rejected row both
+    are None. `job_error` is the error of the row's job, shown when the job ended without it.
+
+    `shown` is the result's shown_members, where the store kept them with a DONE result: the
+    line of a DONE row is then written from that text, and `result` is read from it only when
+    asked for (a CSV line, the web app)."""
+
+    __slots__ = ("_result", "job_error", "row", "shown", "state")
+
+    def __init__(self, row: BatchRow, state: str | None = None, result: ShownResult | None = None,
+                 job_error: str | None = None, shown: str | None = None) -> None:
+        self.row, self.state, self._result, self.job_error, self.shown = row, state, result, job_error, shown
+
+    @property
+    def result(self) -> ShownResult | None:
+        if self._result is None and self.shown is not None:
+            self._result = ShownResult(**json.loads("{" + self.shown + "}"))
+        return self._result
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RowResult):
+            return NotImplemented
+        return (self.row, self.state, self.result, self.job_error) == (other.row, other.state, other.result,
+                                                                       other.job_error)
+
+    def __repr__(self) -> str:
+        return f"RowResult(row={self.row!r}, state={self.state!r}, result={self.result!r}, job_error={self.job_error!r})"
 
 
 def answer_fields(item: RowResult) -> dict[str, Any]:
@@ -113,8 +140,12 @@ def json_lines(batch: Batch, items: Iterable[RowResult]) -> str:
 
 
 def _answer_json(item: RowResult) -> str:
-    """The row's answer_fields as JSON members (no braces). A pending row still PENDING, which a
-    store shows as NO_RESULT itself, is its domain and job around one text made once."""
+    """The row's answer_fields as JSON members (no braces). A DONE row whose store kept its
+    shown_members, and a pending row still PENDING, which a store shows as NO_RESULT itself, are
+    each their domain and job around a text made before (at save time; once)."""
+    if item.shown is not None and item.state == "DONE" and item.row.job_id is not None:
+        # Its stored members: status DONE first (the line's status), its own error (None).
+        return f'"classified_domain": {_STRING(item.row.domain)}, {item.shown}, "job_id": {_STRING(item.row.job_id)}'
     if item.result is NO_RESULT and item.state == "PENDING" and item.row.job_id is not None:
         return f'"classified_domain": {_STRING(item.row.domain)}{_PENDING_JSON}{_STRING(item.row.job_id)}'
     return _ENCODE(_add_answer({}, item))[1:-1]

@@ -148,6 +148,28 @@ async def test_a_result_page_shows_every_field_of_a_result_as_a_job_document_doe
     assert pending.result == shown_result(DomainResult("b.com")) and pending.state == "PENDING"
 
 
+async def test_a_done_rows_line_read_back_is_the_line_of_its_result(batches) -> None:
+    # A SQL store keeps a DONE result's line text when saving it (migration 18) and writes the line
+    # from it: the same bytes as the line the result itself gives, and the same fields when asked.
+    await batches.record(plan(["a.com", "b.com", "c.com"], job_size=3))
+    done = DomainResult(
+        domain="a.com", status=ResultStatus.DONE, answer=False, confidence=2, reason="A bank, \"not\" soap\n",
+        source=Source.LLM, evidence=(Evidence("https://a.com/\u00e9?q=\"x\"", "Bank \u201cco\u201d \U0001f600", "s"),),
+        quote="\u202ebank", quote_status=QuoteStatus.UNVERIFIED, tokens_in=1, tokens_out=2, cost_usd=1e-07,
+        answer_tokens_in=1, answer_tokens_out=2, answer_cost_usd=0.1 + 0.2, redirected_answer=True,
+        evidence_searched_at=NOW - timedelta(microseconds=7))
+    failed = DomainResult(domain="b.com", status=ResultStatus.FAILED, error="LLM: no answer")
+    await batches.store.set_job_status("b1-job0", JobStatus.RUNNING)
+    for result in (done, failed):
+        await batches.store.save_result("b1-job0", result, None)
+    batch = await batches.get_batch("b1")
+    first, second, third = await batches.result_page("b1", after=-1, limit=3)
+    assert json_line(batch, first) == json_line(batch, type(first)(first.row, "DONE", shown_result(done)))
+    assert first.result == shown_result(done) and second.result == shown_result(failed)
+    if isinstance(batches, SqlBatches):
+        assert first.shown is not None and second.shown is None and third.shown is None  # only DONE keeps it
+
+
 async def test_a_sql_store_shows_each_unanswered_domain_as_the_one_shared_no_result(engine) -> None:
     # The result lines write NO_RESULT itself from one text made once: every unanswered row must be it.
     batches = SqlBatches(SqlStore(engine))

@@ -53,26 +53,43 @@ def _plan_uses_the_index(engine: Engine) -> bool:
     return "ix_job_domains_finished_at" in plan
 
 
-@pytest.mark.parametrize("backend", SQL_BACKENDS)
-async def test_a_batch_recorded_before_the_partial_index_streams_the_same_after_the_upgrade(
-        backend: str, tmp_path: Path) -> None:
-    with migrated_engine(backend, tmp_path, to="0015") as engine:
-        store = SqlStore(engine)
-        batches = SqlBatches(store)
-        # Recorded as before migration 17: a PENDING job_domains row for every domain, answered by
-        # an UPDATE of its row (the code of then; today's reads a column 0015 does not have).
+async def _answered(batches: SqlBatches, store: SqlStore, *, as_of_0015: bool = False) -> Batch:
+    """The batch, with a.com answered and the second job dead-lettered: as the code before
+    migration 17 did it (a PENDING row per domain, answered by an UPDATE of its row), or as today."""
+    if as_of_0015:
         store.insert_batch_jobs_in = store.insert_jobs_in  # type: ignore[method-assign]
-        batch = await batches.record(_plan())
-        await store.set_job_status("b1-job0", JobStatus.RUNNING)
-        with engine.begin() as conn:
+    batch = await batches.record(_plan())
+    await store.set_job_status("b1-job0", JobStatus.RUNNING)
+    if as_of_0015:
+        with store.engine.begin() as conn:
             conn.execute(text("UPDATE job_domains SET status = 'DONE', source = 'llm', answer = TRUE, confidence = 5, "
                               "tokens_in = 70, finished_at = :now WHERE job_id = 'b1-job0' AND domain = 'a.com'"),
                          {"now": NOW.timestamp()})
-        await store.set_job_status("b1-job1", JobStatus.FAILED, error="dead-lettered")
-        before = await _lines(batches, batch)
-        assert [m.version for m in upgrade(engine)] == [16, 17]
-        assert await _lines(batches, batch) == before
-        assert [json.loads(line)["status"] for line in before[0].splitlines()] == [
+    else:
+        await store.save_result("b1-job0", DomainResult(domain="a.com", status=ResultStatus.DONE, answer=True,
+                                                        confidence=5, source=Source.LLM, tokens_in=70), None)
+    await store.set_job_status("b1-job1", JobStatus.FAILED, error="dead-lettered")
+    return batch
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_a_batch_recorded_before_the_partial_index_streams_the_same_after_the_upgrade(
+        backend: str, tmp_path: Path) -> None:
+    (tmp_path / "today").mkdir()
+    with migrated_engine(backend, tmp_path / "today") as today:
+        store = SqlStore(today)
+        batches = SqlBatches(store)
+        recorded_today = await _lines(batches, await _answered(batches, store))
+    with migrated_engine(backend, tmp_path, to="0015") as engine:
+        store = SqlStore(engine)
+        batches = SqlBatches(store)
+        # Recorded as before migration 17 (today's result pages read columns 0015 does not have:
+        # the batch is read after the upgrade, and must read as the same batch recorded today).
+        batch = await _answered(batches, store, as_of_0015=True)
+        assert [m.version for m in upgrade(engine)] == [16, 17, 18]
+        after = await _lines(batches, batch)
+        assert after == recorded_today
+        assert [json.loads(line)["status"] for line in after[0].splitlines()] == [
             "DONE", "PENDING", "REJECTED", "DONE", "FAILED", "REJECTED"]
         assert _plan_uses_the_index(engine)
         spend = await SqlSpendLedger(engine).spend_between(NOW - timedelta(hours=1), NOW + timedelta(hours=1))
@@ -95,7 +112,7 @@ async def test_undoing_migration_17_writes_the_rows_a_batch_job_lists(backend: s
                                                         confidence=5, source=Source.LLM, tokens_in=9), None)
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM job_domains")).scalar() == 1  # only the answered one
-        assert [m.version for m in downgrade(engine, "0016")] == [17]
+        assert [m.version for m in downgrade(engine, "0016")] == [18, 17]
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT job_id, position, domain, status, reason, evidence, tokens_in "
                                      "FROM job_domains ORDER BY job_id, position")).all()

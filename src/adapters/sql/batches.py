@@ -40,15 +40,15 @@ BATCH_ROW_COLUMNS = ("batch_id", *BatchRow._fields)  # position, line, original,
 # whatever the planner guesses of a batch just written (PostgreSQL has no statistics yet).
 _RESULT_PAGE = f"""
     SELECT {", ".join(f"r.{name}" for name in BatchRow._fields)},
-           {", ".join(f"d.{name}" for name in ShownResult._fields)}, j.status, j.error
+           {", ".join(f"d.{name}" for name in ShownResult._fields)}, d.shown, j.status, j.error
     FROM (SELECT * FROM batch_rows WHERE batch_id = ? AND position > ? ORDER BY position LIMIT ?) AS r
     LEFT JOIN job_domains AS d ON d.job_id = r.job_id AND d.domain = r.domain
     LEFT JOIN jobs AS j ON j.id = r.job_id
     ORDER BY r.position
 """
-# Where a result page's columns change from the row's to its result's, and from those to its job's.
+# Where a result page's columns change from the row's to its result's, then its kept line text, its job's.
 _ROW_WIDTH = len(BatchRow._fields)
-_JOB_AT = _ROW_WIDTH + len(ShownResult._fields)
+_SHOWN_AT = _ROW_WIDTH + len(ShownResult._fields)
 # The result columns of a domain not yet answered, as pending_domain_values writes them (a batch
 # job's domain has no row until its first result: the LEFT JOIN's NULLs).
 _PENDING_COLUMNS = tuple({"status": ResultStatus.PENDING.value, "reason": "", "evidence": "[]"}.get(name)
@@ -219,19 +219,23 @@ def _pause_in(conn: Connection, batch_id: str) -> BatchPause | None:
 
 
 def _row_result(columns: Any) -> RowResult:
-    # Named tuples made by tuple.__new__: their own __new__ is a Python function, a call per row.
+    # A named tuple made by tuple.__new__: its own __new__ is a Python function, a call per row.
     row: BatchRow = _tuple_new(BatchRow, columns[:_ROW_WIDTH])
     if row.job_id is None or row.domain is None:
         return RowResult(row)
-    job_status, job_error = columns[_JOB_AT:]
+    shown, job_status, job_error = columns[_SHOWN_AT:]
     status = columns[_STATUS_AT]  # NULL only where no row joined: job_domains.status is NOT NULL
-    if status is None or (status == ResultStatus.PENDING.value and columns[_ROW_WIDTH:_JOB_AT] == _PENDING_COLUMNS):
+    if shown is not None:
+        # A DONE result saved with its line's text (migration 18): decoded only if asked for.
+        state = domain_state(status, _JOB_STATUSES[job_status], job_error)
+        return RowResult(row, state, None, job_error, shown)
+    if status is None or (status == ResultStatus.PENDING.value and columns[_ROW_WIDTH:_SHOWN_AT] == _PENDING_COLUMNS):
         # Most rows of a running batch: no answer yet, shown by one shared NO_RESULT (which the
         # lines write fastest), PENDING while its job has not ended.
         state = "PENDING" if job_status in _UNFINISHED_JOB_STATUSES else domain_state(
             ResultStatus.PENDING.value, _JOB_STATUSES[job_status], job_error)
-        return _tuple_new(RowResult, (row, state, NO_RESULT, job_error))
-    result = shown_result_from_row(columns[_ROW_WIDTH:_JOB_AT])
+        return RowResult(row, state, NO_RESULT, job_error)
+    result = shown_result_from_row(columns[_ROW_WIDTH:_SHOWN_AT])
     return RowResult(row, domain_state(result.status, _JOB_STATUSES[job_status], job_error), result, job_error)
 
 

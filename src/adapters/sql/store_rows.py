@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from firmsift.domain.batch_results import ShownResult
+from firmsift.domain.batch_results import ShownResult, shown_members
 from firmsift.domain.budgets import JobPause
 from firmsift.domain.model import Answer, DomainResult, Evidence, Job, QuoteStatus, ResultStatus, Source
 
@@ -144,8 +144,9 @@ def answer_params(answer: Answer) -> dict[str, Any]:
 
 
 def result_values(result: DomainResult) -> dict[str, Any]:
-    """The job_domains columns of a finished result (finished_at aside)."""
-    return {
+    """The job_domains columns of a finished result (finished_at aside). A DONE result also gets
+    `shown`: its line's fields made from these very column values, as a read of them gives."""
+    values = {
         "status": result.status.value, "source": result.source.value if result.source else None,
         "answer": result.answer, "confidence": result.confidence, "reason": result.reason,
         "evidence": _evidence_json(result.evidence), "error": result.error,
@@ -159,6 +160,9 @@ def result_values(result: DomainResult) -> dict[str, Any]:
         "evidence_reused_from": result.evidence_reused_from,
         "evidence_searched_at": _optional_epoch(result.evidence_searched_at),
     }
+    done = result.status is ResultStatus.DONE
+    values["shown"] = shown_members(shown_result_from_row([values[name] for name in ShownResult._fields])) if done else None
+    return values
 
 
 # The jobs columns of a pause (migration 11), all NULL while the job is not paused.

@@ -75,6 +75,9 @@ job_domains = Table(
     Column("redirected_answer", Boolean),
     Column("evidence_reused_from", Text),
     Column("evidence_searched_at", Float),
+    # The result's fields as a batch's result line writes them (batch_results.shown_members), made
+    # when the result is saved (migration 18); NULL while PENDING and for results saved before.
+    Column("shown", Text),
     UniqueConstraint("job_id", "domain"),
     # Partial (migration 15): a domain enters it when it finishes, not when a batch writes it PENDING.
     Index("ix_job_domains_finished_at", "finished_at", sqlite_where=text("finished_at IS NOT NULL"),

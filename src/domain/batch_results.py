@@ -144,7 +144,7 @@ def _answer_json(item: RowResult) -> str:
     shown_members, and a pending row still PENDING, which a store shows as NO_RESULT itself, are
     each their domain and job around a text made before (at save time; once)."""
     if item.shown is not None and item.state == "DONE" and item.row.job_id is not None:
-        # Its stored members: status DONE first (the line's status), its own error (None).
+        # Its stored members: status DONE first (the line's status too), then its own fields, error included.
         return f'"classified_domain": {_STRING(item.row.domain)}, {item.shown}, "job_id": {_STRING(item.row.job_id)}'
     if item.result is NO_RESULT and item.state == "PENDING" and item.row.job_id is not None:
         return f'"classified_domain": {_STRING(item.row.domain)}{_PENDING_JSON}{_STRING(item.row.job_id)}'

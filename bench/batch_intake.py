@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from bench.batch_profile import answer_every_domain
-from bench.figures import Figure, machine, markdown_table
+from bench.figures import Figure, report
 from bench.proc_stats import cpu_seconds, memory
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.store import SqlStore
@@ -92,10 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="firmsift-bench-batch-") as folder:
         figures = run(Path(folder), 2_000 if args.small else 100_000, small=args.small)
-    print(markdown_table(figures))
-    if args.out:
-        args.out.write_text(json.dumps({"small": args.small, "machine": machine(),
-                                        "figures": [f.as_dict() for f in figures]}, indent=2))
+    report(figures, args.out, small=args.small)
     return 0 if all(f.met is not False for f in figures) else 1
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.figures import Figure, machine, markdown_table
+from bench.figures import Figure, report
 from bench.harness import Latencies, jobs_finished, stack, submit
 from bench.proc_stats import cpu_seconds
 from tests.support.processes import Process, wait_until
@@ -195,11 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="firmsift-bench-overhead-") as folder:
         figures = run(Path(folder), 100 if args.small else 2_000, small=args.small)
-    print(markdown_table(figures))
-    if args.out:
-        args.out.write_text(json.dumps({"small": args.small, "machine": machine(),
-                                        "latencies": {"llm": LATENCIES.llm, "search": LATENCIES.search},
-                                        "figures": [f.as_dict() for f in figures]}, indent=2))
+    report(figures, args.out, small=args.small, latencies={"llm": LATENCIES.llm, "search": LATENCIES.search})
     return 0 if all(f.met is not False for f in figures) else 1
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.figures import Figure, machine, markdown_table
+from bench.figures import Figure, report
 from tests.support.processes import REPO
 
 MEMORY_GOAL = 1.25  # peak RSS on the long file / on the short one
@@ -99,10 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     short, long = (1_000, 5_000) if args.small else (20_000, 1_000_000)
     with tempfile.TemporaryDirectory(prefix="firmsift-bench-csv-") as folder:
         figures = run(Path(folder), short, long, small=args.small)
-    print(markdown_table(figures))
-    if args.out:
-        args.out.write_text(json.dumps({"small": args.small, "machine": machine(),
-                                        "figures": [f.as_dict() for f in figures]}, indent=2))
+    report(figures, args.out, small=args.small)
     return 0 if all(f.met is not False for f in figures) else 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from dataclasses import asdict, dataclass
@@ -55,6 +56,15 @@ def markdown_table(figures: list[Figure]) -> str:
         value = f"{_number(f.value)} {f.unit}" + (f" ({f.note})" if f.note else "")
         lines.append(f"| {f.benchmark} | {f.shape} | {f.name} | {value} | {reference} | {ratio} | {goal} | {met} |")
     return "\n".join(lines)
+
+
+def report(figures: list[Figure], out: Path | None, *, small: bool, **extra: Any) -> None:
+    """Print the figures as a Markdown table and, with `out`, write them as JSON with the machine
+    they were measured on and `extra` (a benchmark's own settings)."""
+    print(markdown_table(figures))
+    if out:
+        out.write_text(json.dumps({"small": small, "machine": machine(), **extra,
+                                   "figures": [f.as_dict() for f in figures]}, indent=2) + "\n")
 
 
 def _number(value: float | None) -> str:

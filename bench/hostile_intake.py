@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.figures import Figure, machine, markdown_table
+from bench.figures import Figure, report
 from bench.harness import Latencies, stack
 from bench.proc_stats import cpu_seconds
 
@@ -216,10 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                        timeout=preset.timeout, concurrent=args.concurrent)
     with tempfile.TemporaryDirectory(prefix="firmsift-bench-") as folder:
         figures = run(Path(folder), Latencies(), size)
-    print(markdown_table(figures))
-    if args.out:
-        args.out.write_text(json.dumps({"machine": machine(), "small": args.small,
-                                        "figures": [f.as_dict() for f in figures]}, indent=2) + "\n")
+    report(figures, args.out, small=args.small)
     return 0
 
 

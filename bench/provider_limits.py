@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.figures import Figure, machine, markdown_table
+from bench.figures import Figure, report
 from bench.harness import COMMON_SETTINGS
 from bench.proc_stats import tree_cpu_seconds
 from tests.support.postgres import postgres_engine
@@ -155,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             with database(run_folder, args.postgres) as url:
                 measured = run_once(run_folder, limits, count, url)
             results += figures(limits, count, measured, args.small, args.postgres)
-    print(markdown_table(results))
-    if args.out:
-        args.out.write_text(json.dumps({"small": args.small, "machine": machine(),
-                                        "figures": [f.as_dict() for f in results]}, indent=2))
+    report(results, args.out, small=args.small)
     failed = [f for f in results if f.unit == "domains" and f.value]
     return 0 if all(f.met is not False for f in results) and (args.small or not failed) else 1
 

@@ -11,7 +11,7 @@ from dependency_injector import providers
 from firmsift.adapters.files.completion_cache import CompletionCacheFile
 from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
 from firmsift.entrypoints.http_wiring import HttpWiring
-from firmsift.entrypoints.lazy_adapters import make_pricing
+from firmsift.entrypoints.lazy_adapters import make_eval_pricing
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.worker_wiring import WorkerWiring
 from firmsift.services.precheck import Precheck
@@ -31,10 +31,11 @@ class Container(HttpWiring, WorkerWiring):
     resolver, homepage, signatures = ProviderWiring.resolver, ProviderWiring.homepage, ProviderWiring.signatures
 
     # `firmsift eval`: evidence snapshots (call with a folder), the LLM response cache (call with
-    # a file), model prices (call with per-model price overrides and the locally served models).
+    # a file), model prices (call with per-model price overrides, the locally served models and
+    # the models served by litellm).
     eval_snapshots = providers.Factory(SnapshotFiles)
     eval_cache = providers.Factory(CompletionCacheFile)
-    eval_pricing = providers.Factory(make_pricing)
+    eval_pricing = providers.Factory(make_eval_pricing)
     # The pre-check the eval runs once per labelled domain: the worker's resolver, homepage reader
     # and signatures (its cache time and redirect reuse concern stored answers, which an eval has none of).
     eval_precheck = providers.Singleton(Precheck, resolver, homepage, signatures)

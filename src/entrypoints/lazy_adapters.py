@@ -68,6 +68,18 @@ def make_pricing(overrides: dict[str, tuple[float, float]], unpriced: Collection
     return LitellmPricing(overrides, unpriced)
 
 
+def make_eval_pricing(overrides: dict[str, tuple[float, float]], unpriced: Collection[str] = (),
+                      on_litellm: Collection[str] = ()) -> Pricing:
+    """`firmsift eval`'s prices, by make_worker_pricing's rule: read from the map file when no
+    candidate's model is served by litellm (`on_litellm`), so such a run never imports it (seconds
+    of CPU at start); litellm's own map otherwise."""
+    if on_litellm:
+        return make_pricing(overrides, unpriced)
+    from firmsift.adapters.llm.price_map import PriceMapPricing
+
+    return PriceMapPricing(overrides, unpriced)
+
+
 def _configured_prices(settings: Settings) -> tuple[dict[str, tuple[float, float]], list[str]]:
     """The configured model's prices (USD per million tokens) if set, and the models without a
     price unless configured: the configured one when it runs on a local API base."""

@@ -120,6 +120,17 @@ def test_every_figure_matches_the_hand_computation(env: dict[str, str], tmp_path
         assert (tmp_path / "report" / name).stat().st_size > 0
 
 
+def test_a_run_of_openai_compatible_candidates_never_imports_litellm(env: dict[str, str], tmp_path: Path) -> None:
+    # Both candidates are `openai/...` models: the direct client asks them and litellm's price map
+    # is read as a file (make_eval_pricing), so the run does not pay litellm's seconds of start-up.
+    result = run_cli({**env, "PYTHONPROFILEIMPORTTIME": "1"}, "eval", str(LABELS), "--candidates", str(CANDIDATES),
+                     "--no-cache", "--output", str(tmp_path / "report"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "firmsift.adapters.llm.openai_chat" in imported and "firmsift.adapters.llm.price_map" in imported
+    assert "litellm" not in imported
+
+
 def test_replay_makes_no_search_call_and_gives_the_same_verdicts(env: dict[str, str], tmp_path: Path,
                                                                  search: FakeSearchServer,
                                                                  llm: FakeLLMServer) -> None:

@@ -24,7 +24,7 @@ from firmsift.adapters.llm.price_map import PriceMapPricing
 from firmsift.adapters.llm.pricing import LitellmPricing
 from firmsift.adapters.llm.transport import provider_of
 from firmsift.domain.errors import FailureCause, ProviderError
-from firmsift.entrypoints.lazy_adapters import uses_direct_llm_client
+from firmsift.entrypoints.lazy_adapters import make_eval_pricing, uses_direct_llm_client
 from firmsift.entrypoints.settings import Settings
 from tests.support.fake_llm_server import FakeLLMServer
 
@@ -185,3 +185,13 @@ def test_a_worker_on_the_direct_client_never_imports_litellm(
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["adapter"] == adapter and seen["answer"]
     assert bool(seen["litellm"]) is imports_litellm, seen["litellm"]
+
+
+def test_eval_prices_from_the_map_file_unless_a_candidate_is_litellms() -> None:
+    overrides = {"openai/model-a": (1.0, 4.0)}
+    direct = make_eval_pricing(overrides, ["openai/local"])
+    assert type(direct) is PriceMapPricing
+    assert (direct.overrides, direct.unpriced) == (overrides, frozenset({"openai/local"}))
+    mixed = make_eval_pricing(overrides, ["openai/local"], {"anthropic/claude-3-5-haiku-latest"})
+    assert type(mixed) is LitellmPricing
+    assert (mixed.overrides, mixed.unpriced) == (overrides, frozenset({"openai/local"}))

@@ -31,7 +31,7 @@ from firmsift.entrypoints.eval.human_labels import human_labels, labels_name
 from firmsift.entrypoints.eval.inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval.progress import ProgressBar
 from firmsift.entrypoints.eval.report import summary_table, write_reports
-from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY
+from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY, uses_direct_llm_client
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.services.evaluation_precheck import LiveSiteStatuses, ReplayedSiteStatuses, SiteStatuses
@@ -70,7 +70,7 @@ def run_eval(args: argparse.Namespace) -> int:
         # A domain the recorded pre-check ended was never searched: its replay needs no evidence.
         needed = [i.domain for i in labels
                   if not (isinstance(site_statuses, ReplayedSiteStatuses) and site_statuses.ends(i.domain))]
-        candidates = _candidates(declarations, base, args, mode, needed, tallies)
+        candidates, on_litellm = _candidates(declarations, base, args, mode, needed, tallies)
     except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots,
             SignatureFileError) as error:
         raise ConfigurationError(str(error)) from None
@@ -81,7 +81,7 @@ def run_eval(args: argparse.Namespace) -> int:
               if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
     # A local server costs nothing per token: no price from litellm's map unless the candidate gave one.
     local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base)}
-    run = Evaluation(labels, candidates, base.eval_pricing(prices, local), cache=cache,
+    run = Evaluation(labels, candidates, base.eval_pricing(prices, local, on_litellm), cache=cache,
                      known=_known(args, labels, base), site_statuses=site_statuses,
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
@@ -130,14 +130,15 @@ def _writable_folder(folder: Path, option: str) -> None:
 
 
 def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
-                mode: str, needed: Sequence[str], tallies: dict[str, RetryTally]) -> list[Candidate]:
+                mode: str, needed: Sequence[str], tallies: dict[str, RetryTally]) -> tuple[list[Candidate], set[str]]:
     """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries,
     counted by cause in `tallies` under the candidate's name), and its evidence source: one per
-    search provider, shared by the candidates that use it (on replay, holding every `needed` domain)."""
+    search provider, shared by the candidates that use it (on replay, holding every `needed` domain);
+    and the models litellm serves (the others, the direct client: make_eval_pricing)."""
     snapshots = base.eval_snapshots(args.snapshots)
     catalog = base.catalog()
     sources: dict[str, EvidenceSource] = {}
-    candidates = []
+    candidates, on_litellm = [], set()
     for declaration in declarations:
         container = _candidate_container(base, declaration, tallies.setdefault(declaration.name, RetryTally()))
         settings = container.settings()
@@ -150,7 +151,9 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
         spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
                              classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
         candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
-    return candidates
+        if not uses_direct_llm_client(settings):
+            on_litellm.add(settings.llm_model)
+    return candidates, on_litellm
 
 
 def _site_statuses(base: Container, args: argparse.Namespace, mode: str) -> SiteStatuses | None:

@@ -51,7 +51,7 @@ def take_host(cell: str) -> TakenHost:
     """The first host name in `cell`: from a URL (any scheme, with userinfo, port, path, query), or a bare
     host name, wherever it stands among other words. Email addresses (`info@acme.com`, `mailto:`) are
     skipped: a mail domain may be a mail provider's, not the company's. Raises NoHostInCell naming why."""
-    text = "".join(ch for ch in cell if unicodedata.category(ch) != "Cf")  # zero-width spaces, BOMs, marks
+    text = _without_format_characters(cell)
     if not text.strip():
         raise NoHostInCell("blank cell")
     hosts: list[str] = []
@@ -68,6 +68,14 @@ def take_host(cell: str) -> TakenHost:
                                "provider's, so it is not used)")
         raise NoHostInCell("no host name in the cell")
     return TakenHost(hosts[0], tuple(hosts[1:]))
+
+
+def _without_format_characters(cell: str) -> str:
+    """`cell` without zero-width spaces, BOMs and marks (Unicode category Cf). No ASCII character is
+    one, so an ASCII cell (most of them) is returned as it is, not looked at character by character."""
+    if cell.isascii():
+        return cell
+    return "".join(ch for ch in cell if unicodedata.category(ch) != "Cf")
 
 
 def domain_from_cell(cell: str) -> CellDomain:

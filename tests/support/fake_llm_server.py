@@ -280,6 +280,9 @@ class FakeLLMServer:
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The headers and the body go out in two writes: on a kept-alive connection Nagle holds
+        # the body until the client's delayed ACK (40 ms a request) unless sent at once.
+        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:  # noqa: N802 - name fixed by BaseHTTPRequestHandler
             expected = int(self.headers.get("Content-Length") or 0)

@@ -5,12 +5,13 @@ Queries are synchronous SQLAlchemy Core run off the event loop in a worker threa
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Connection, Engine, func, select, text, update
+from sqlalchemy import Connection, Engine, TextClause, func, select, text, update
 from sqlalchemy.exc import DataError
 
 from firmsift.adapters.sql.bulk_insert import insert_rows
@@ -252,12 +253,19 @@ def _upsert_result_in(conn: Connection, job_id: str, position: int, result: Doma
     before (a redelivered job's second answer)."""
     values = {"job_id": job_id, "position": position, "domain": result.domain, **result_values(result),
               "finished_at": time.time()}
-    answered = [name for name in values if name not in ("job_id", "position", "domain")]
+    conn.execute(_upsert_result_statement(tuple(values)), values)
+
+
+@functools.cache
+def _upsert_result_statement(columns: tuple[str, ...]) -> TextClause:
+    """The upsert of a job_domains row of these columns, made once: text() parses the statement
+    for its parameters each time it is made, and a new one has its cache key worked out again."""
+    answered = [name for name in columns if name not in ("job_id", "position", "domain")]
     # Targets the unique index on job_domains (job_id, domain).
-    conn.execute(text(f"""
-        INSERT INTO job_domains ({", ".join(values)}) VALUES ({", ".join(f":{name}" for name in values)})
+    return text(f"""
+        INSERT INTO job_domains ({", ".join(columns)}) VALUES ({", ".join(f":{name}" for name in columns)})
         ON CONFLICT (job_id, domain) DO UPDATE SET {", ".join(f"{name} = excluded.{name}" for name in answered)}
-    """), values)
+    """)
 
 
 def _job_in(conn: Connection, job_id: str) -> Job | None:

@@ -103,6 +103,17 @@ def test_firmsift_test_workers_sets_the_process_count(tmp_path: Path, workers: s
     assert calls == ["lint-imports", f"-m pytest {expected} --dist worksteal --durations=30"]
 
 
+@pytest.mark.parametrize("args", [(), ("--fast",)])
+def test_the_tests_write_bytecode_caches_even_where_the_machine_turns_them_off(tmp_path: Path,
+                                                                            args: tuple[str, ...]) -> None:
+    venv = installed_venv(tmp_path)
+    (venv / "bin" / "python").write_text(
+        '#!/bin/sh\necho "${PYTHONDONTWRITEBYTECODE-unset}" >> "$(dirname "$0")/../calls"\n')
+    done, calls = dev_test(venv, *args, PYTHONDONTWRITEBYTECODE="1")
+    assert done.returncode == 0, done.stderr
+    assert calls == ["lint-imports", "unset"]  # each firmsift process the tests start reuses the compiled modules
+
+
 @pytest.mark.parametrize("workers", ["four", "-1", "2 -x", "3.5"])
 def test_a_worker_count_that_is_not_a_whole_number_is_refused(tmp_path: Path, workers: str) -> None:
     done, calls = dev_test(installed_venv(tmp_path), FIRMSIFT_TEST_WORKERS=workers)

@@ -18,6 +18,7 @@ from botocore.loaders import JSONFileLoader
 from botocore.regions import EndpointResolver
 
 from firmsift.adapters.sqs.client import make_sqs_client
+from firmsift.adapters.sqs import endpoint_data
 from firmsift.adapters.sqs.endpoint_data import SQS_ENDPOINTS, bundled_endpoints, cut_to_sqs
 
 WHOLE = bundled_endpoints()
@@ -133,3 +134,11 @@ def test_endpoint_data_of_the_users_own_is_read_as_it_is(aws_account: None, tmp_
     monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
     # Data that is not botocore's own is given to the endpoint rule set as the endpoint: botocore's rule.
     assert make_sqs_client(region="eu-west-1").meta.endpoint_url == "https://queues.example.internal"
+
+
+def test_without_the_cut_a_client_reads_botocores_whole_data(aws_account: None, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # An install that lost the data file costs memory, not the client.
+    monkeypatch.setattr(endpoint_data, "SQS_ENDPOINTS", tmp_path / "missing.json")
+    plain = botocore.session.Session().create_client("sqs", region_name="eu-west-1")
+    assert make_sqs_client(region="eu-west-1").meta.endpoint_url == plain.meta.endpoint_url

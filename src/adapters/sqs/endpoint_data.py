@@ -39,7 +39,9 @@ class SqsEndpointsLoader(Loader):
         if name == ENDPOINTS:
             found = self._first_file(name)
             if found is not None and self.is_builtin_path(found):
-                return self.file_loader.load_file(str(SQS_ENDPOINTS.with_suffix(""))), found
+                cut = self.file_loader.load_file(str(SQS_ENDPOINTS.with_suffix("")))
+                if cut is not None:  # else (the file missing from an install) botocore's whole data
+                    return cut, found
         return super().load_data_with_path(name)
 
     def _first_file(self, name: str) -> str | None:

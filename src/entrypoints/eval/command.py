@@ -138,7 +138,8 @@ def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, a
     snapshots = base.eval_snapshots(args.snapshots)
     catalog = base.catalog()
     sources: dict[str, EvidenceSource] = {}
-    candidates, on_litellm = [], set()
+    candidates: list[Candidate] = []
+    on_litellm: set[str] = set()
     for declaration in declarations:
         container = _candidate_container(base, declaration, tallies.setdefault(declaration.name, RetryTally()))
         settings = container.settings()

@@ -27,8 +27,8 @@ VARIANTS = [(False, False), (True, False), (False, True), (True, True)]  # (dual
 
 
 def regions_to_try() -> list[str]:
-    """Every region botocore names for any partition or for SQS, and one unknown to it per partition
-    (matched only by the partition's region pattern)."""
+    """Every region botocore names for any partition or for SQS, and five it does not know: four
+    matched only by a partition's region pattern, one by none."""
     named = set()
     for partition in WHOLE["partitions"]:
         named |= set(partition["regions"]) | set(partition["services"]["sqs"].get("endpoints", {}))

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
 
-from firmsift.adapters.memory.batches import InMemoryBatches
-from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql.batch_intake import SqlBatchIntake
 from firmsift.adapters.sql.batches import SqlBatches
 from firmsift.adapters.sql.queue import SqlQueue
@@ -30,15 +28,6 @@ from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def batches(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[InMemoryBatches | SqlBatches]:
-    if request.param == "memory":
-        yield InMemoryBatches(InMemoryStore())
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlBatches(SqlStore(engine))
 
 
 @pytest.fixture(params=SQL_BACKENDS)

@@ -6,35 +6,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.memory.batches import InMemoryBatches
-from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.adapters.sql.batches import SqlBatches
-from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.batch_documents import progress_document
 from firmsift.domain.batches import Batch, BatchPlan, InputRow
 from firmsift.domain.budgets import BudgetExhausted, JobPause, window_of
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.normalize import normalize_domain
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def batches(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[InMemoryBatches | SqlBatches]:
-    if request.param == "memory":
-        yield InMemoryBatches(InMemoryStore())
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlBatches(SqlStore(engine))
 
 
 def pause(minutes: float, scope: str = "key") -> JobPause:

@@ -102,15 +102,18 @@ async def test_an_api_base_without_v1_reaches_the_bare_path(server: FakeLLMServe
 
 @pytest.mark.anyio
 async def test_concurrent_calls_are_served_side_by_side(server: FakeLLMServer, llm: MakeLLM) -> None:
+    """Five calls are in the server's hands at once: each answer waits until all five have
+    arrived (up to TOGETHER_TIMEOUT), so calls sent in series would be seen one at a time. Seen
+    from the server, not timed: a loaded machine once took 2.3 s for five 0.5 s answers."""
     adapter = llm(server.base_url)
+    server.answer_together = 5
     for _ in range(5):
-        server.enqueue(ANSWER, delay=0.5)
-    started = time.monotonic()
+        server.enqueue(ANSWER)
 
     async with anyio.create_task_group() as calls:
         for _ in range(5):
             calls.start_soon(ask, adapter)
-    assert time.monotonic() - started < 2.0, "five 0.5 s answers took as long as in series"
+    assert server.most_at_once == 5, f"at most {server.most_at_once} of five calls were in flight at once"
     assert len(server.requests) == 5
 
 

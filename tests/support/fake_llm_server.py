@@ -27,6 +27,7 @@ LLAMA_CPP_JSON_SCHEMA_REFUSAL = (
     'response_format type must be one of "text" or "json_object", but got: json_schema'
 )
 RESPONSE_FORMAT_REFUSAL = "response_format is not supported by this server"
+TOGETHER_TIMEOUT = 10.0  # seconds an answer waits for the others of `answer_together`
 
 _HOST_NAME = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\b")
 _LABELLED_DOMAIN = re.compile(r"domain[^\n:]{0,20}:\s*[`\"'<]*([^\s`\"'>]+)", re.IGNORECASE)
@@ -149,6 +150,14 @@ class FakeLLMServer:
         self._queue: collections.deque[Reply] = collections.deque()
         self._by_domain: dict[tuple[str | None, str], Reply] = {}
         self._lock = threading.Lock()
+        # Concurrency, seen from the server: `most_at_once` is the most requests it was answering
+        # at the same time; with `answer_together` = N each answer is held until N requests have
+        # arrived (or TOGETHER_TIMEOUT passes), so a client that sends N calls side by side is
+        # told apart from one that sends them in series however loaded the machine is.
+        self.most_at_once = 0
+        self.answer_together = 0
+        self._answering = self._arrived = 0
+        self._answering_changed = threading.Condition(self._lock)
         self._server = ServerThread(host, port, _handler_for(self), name="fake-llm")
 
     @property
@@ -243,6 +252,21 @@ class FakeLLMServer:
             return None
         return self._by_domain.get((model, domain)) or self._by_domain.get((None, domain))
 
+    def answer_after(self, delay: float) -> None:
+        """Wait before answering: until `answer_together` requests have arrived, then `delay` seconds."""
+        with self._answering_changed:
+            self._answering += 1
+            self._arrived += 1
+            self.most_at_once = max(self.most_at_once, self._answering)
+            self._answering_changed.notify_all()
+            self._answering_changed.wait_for(lambda: self._arrived >= self.answer_together, TOGETHER_TIMEOUT)
+        try:
+            if delay:
+                self.wait(delay)
+        finally:
+            with self._answering_changed:
+                self._answering -= 1
+
     def wait(self, seconds: float) -> None:
         # Event.wait refuses an infinite timeout; None waits until stop() sets the event.
         self._server.stopping.wait(None if math.isinf(seconds) else seconds)
@@ -302,8 +326,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 body = raw
             headers = {name.lower(): value for name, value in self.headers.items()}
             status, payload, delay, extra = server.respond(ReceivedRequest(self.path, headers, body))
-            if delay:
-                server.wait(delay)
+            server.answer_after(delay)
             self._send(status, payload, extra)
 
         def _send(self, status: int, payload: bytes, extra: tuple[tuple[str, str], ...] = ()) -> None:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from dependency_injector import providers
 
 from firmsift.domain.estimates import WorkerPace
 from firmsift.domain.freshness import PRECHECK_MAX_AGE
-from firmsift.entrypoints.http.app import create_app
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.queue_wiring import QueueWiring
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.storage_wiring import StorageWiring
 from firmsift.services.batch_estimate import BatchEstimator
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 
 def precheck_max_age(settings: Settings) -> timedelta:
@@ -27,6 +30,15 @@ def worker_pace(settings: Settings) -> WorkerPace:
     job holds at most FIRMSIFT_MAX_DOMAINS_PER_JOB domains, of which FIRMSIFT_DOMAIN_CONCURRENCY run."""
     return WorkerPace(settings.llm_concurrency, settings.llm_requests_per_minute,
                       settings.worker_jobs * min(settings.domain_concurrency, settings.max_domains_per_job))
+
+
+def create_api(**dependencies: Any) -> Starlette:
+    """The HTTP API (http/app.py's create_app), imported on the first call: the commands that serve
+    no HTTP (worker, keys, answers, db, ...) do not import Starlette, the web app and the OpenAPI
+    document."""
+    from firmsift.entrypoints.http.app import create_app
+
+    return create_app(**dependencies)
 
 
 class HttpWiring(QueueWiring, ProviderWiring):
@@ -55,9 +67,9 @@ class HttpWiring(QueueWiring, ProviderWiring):
 
     # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
     # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
-    # and the start-up checks that failed (`not_ready`); see http_api.create_app.
+    # and the start-up checks that failed (`not_ready`); see http/app.py's create_app.
     api = providers.Factory(
-        create_app, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
+        create_api, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
         intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
         batches=batches, batch_replies=batch_replies, budgets=budgets, batch_estimator=batch_estimator,
         human_answers=human_answers,

@@ -6,6 +6,8 @@ import io
 import json
 import logging
 import sqlite3
+import subprocess
+import sys
 from argparse import Namespace
 import tomllib
 from pathlib import Path
@@ -288,3 +290,16 @@ def test_eval_with_known_companies_creates_no_database(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="no database at"):
         _known(Namespace(known_companies=True), [LabelledDomain("unilever.com", True)], container)
     assert not path.exists() and not path.parent.exists()
+
+
+def test_the_container_imports_the_http_api_only_when_it_is_built() -> None:
+    """`worker`, `keys`, `answers`, `db`...: one container holds every graph, but the HTTP API
+    (Starlette's app, the web app, the OpenAPI document) is imported only by `api`'s first call."""
+    program = ("import sys\nfrom firmsift.entrypoints.container import Container\n"
+               "print(sorted(m for m in sys.modules if m.startswith(('firmsift.entrypoints.http.', "
+               "'firmsift.entrypoints.web'))))\n"
+               "from firmsift.entrypoints.http_wiring import create_api\n"
+               "print(create_api.__module__, 'firmsift.entrypoints.http.app' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "firmsift.entrypoints.http_wiring False"]

@@ -175,7 +175,7 @@ def test_classify_and_help_never_import_the_service(tmp_path: Path) -> None:
         "    main(['--help'])\n"
         "except SystemExit as stop:\n"
         "    assert stop.code == 0, stop.code\n"
-        f"assert main(['classify', '--api', 'http://127.0.0.1:9', '--retry-delay', '0.01', 'a.com']) == 1\n"
+        "assert main(['classify', '--api', 'http://127.0.0.1:9', '--retry-delay', '0.01', 'a.com']) == 1\n"
         "heavy = sorted(m for m in ('sqlalchemy', 'firmsift.entrypoints.container', 'litellm') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.support.loopback_http import ServerThread
+from tests.support.loopback_http import NoDelayHandler, ServerThread
 from tests.support.provider_limits import ProviderLimits, tokens_of
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -302,11 +302,8 @@ class FakeLLMServer:
 
 
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
-    class ChatCompletionsHandler(BaseHTTPRequestHandler):
+    class ChatCompletionsHandler(NoDelayHandler):
         protocol_version = "HTTP/1.1"
-        # The headers and the body go out in two writes: on a kept-alive connection Nagle holds
-        # the body until the client's delayed ACK (40 ms a request) unless sent at once.
-        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:  # noqa: N802 - name fixed by BaseHTTPRequestHandler
             expected = int(self.headers.get("Content-Length") or 0)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support.loopback_http import ServerThread
+from tests.support.loopback_http import NoDelayHandler, ServerThread
 
 SEARCH_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers" / "search"
 
@@ -161,11 +161,8 @@ class FakeSearchServer:
 
 
 def _handler_for(server: FakeSearchServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(NoDelayHandler):
         protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
-        # The headers and the body go out in two writes: on a kept-alive connection Nagle holds
-        # the body until the client's delayed ACK (40 ms a request) unless sent at once.
-        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             pass  # keep test output and the e2e process quiet

@@ -14,6 +14,14 @@ class LoopbackServer(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
+class NoDelayHandler(BaseHTTPRequestHandler):
+    """A handler whose writes go out at once (TCP_NODELAY): a response's headers and body are two
+    writes, and on a kept-alive connection Nagle holds the body until the client's delayed ACK
+    (40 ms a request)."""
+
+    disable_nagle_algorithm = True
+
+
 class ServerThread:
     """A LoopbackServer served on a daemon thread (or in the calling thread, standalone).
     `stopping` is set by stop(), so handlers sleeping on a scripted delay wake up at once."""

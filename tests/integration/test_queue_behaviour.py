@@ -40,6 +40,13 @@ def clock(backend: Backend) -> Clock:
 
 @pytest.fixture
 def opened(backend: Backend) -> OpenedQueue:
+    """A queue whose leases outlast the test: what it shows cannot hang on how fast the machine is."""
+    return backend.open(QueueSettings(visibility_timeout=30, clock=backend.clock))
+
+
+@pytest.fixture
+def leasing(backend: Backend) -> OpenedQueue:
+    """A queue whose leases lapse within the test (real seconds on SQS): for tests that let them."""
     return backend.open(QueueSettings(visibility_timeout=backend.visibility_timeout, clock=backend.clock))
 
 
@@ -94,62 +101,62 @@ async def test_a_group_waits_while_its_message_is_in_flight_but_others_flow(open
 
 
 async def test_a_message_not_deleted_in_time_comes_back_with_a_new_receipt(
-    opened: OpenedQueue, backend: Backend, clock: Clock
+    leasing: OpenedQueue, backend: Backend, clock: Clock
 ) -> None:
-    await opened.queue.send("job", group_id="g", dedup_id="d")
-    [first] = await opened.queue.receive()
+    await leasing.queue.send("job", group_id="g", dedup_id="d")
+    [first] = await leasing.queue.receive()
     await clock.advance(backend.visibility_timeout - backend.margin)
-    assert await opened.queue.receive() == []
+    assert await leasing.queue.receive() == []
     await clock.advance(2 * backend.margin)
-    [again] = await opened.queue.receive()
+    [again] = await leasing.queue.receive()
     assert again.message_id == first.message_id
     assert again.receipt != first.receipt
     assert again.receive_count == first.receive_count + 1 == 2
 
 
 async def test_a_superseded_receipt_never_deletes_the_message(
-    opened: OpenedQueue, backend: Backend, clock: Clock
+    leasing: OpenedQueue, backend: Backend, clock: Clock
 ) -> None:
-    await opened.queue.send("job", group_id="g", dedup_id="d")
-    [first] = await opened.queue.receive()
+    await leasing.queue.send("job", group_id="g", dedup_id="d")
+    [first] = await leasing.queue.receive()
     await clock.advance(backend.visibility_timeout + backend.margin)
-    [current] = await opened.queue.receive()
+    [current] = await leasing.queue.receive()
     # The embedded queues refuse it; SQS may answer success and keep the message (next test).
     with suppress(StaleReceipt):
-        await opened.queue.delete(first.receipt)
-    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 1}
+        await leasing.queue.delete(first.receipt)
+    assert await leasing.queue.approximate_counts() == {"visible": 0, "in_flight": 1}
     with pytest.raises(StaleReceipt):
-        await opened.queue.change_visibility(first.receipt, 60)
-    await opened.queue.delete(current.receipt)
-    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 0}
+        await leasing.queue.change_visibility(first.receipt, 60)
+    await leasing.queue.delete(current.receipt)
+    assert await leasing.queue.approximate_counts() == {"visible": 0, "in_flight": 0}
 
 
 @not_on("sqs", "AWS's DeleteMessage contract: with an outdated receipt 'the request succeeds, but the"
                " message might not be deleted' (the emulator always succeeds); the test above holds instead")
-async def test_a_superseded_receipt_is_rejected(opened: OpenedQueue, backend: Backend, clock: Clock) -> None:
-    await opened.queue.send("job", group_id="g", dedup_id="d")
-    [first] = await opened.queue.receive()
+async def test_a_superseded_receipt_is_rejected(leasing: OpenedQueue, backend: Backend, clock: Clock) -> None:
+    await leasing.queue.send("job", group_id="g", dedup_id="d")
+    [first] = await leasing.queue.receive()
     await clock.advance(backend.visibility_timeout + backend.margin)
-    [current] = await opened.queue.receive()
+    [current] = await leasing.queue.receive()
     with pytest.raises(StaleReceipt):
-        await opened.queue.delete(first.receipt)
-    await opened.queue.delete(current.receipt)
+        await leasing.queue.delete(first.receipt)
+    await leasing.queue.delete(current.receipt)
 
 
 @not_on("sqs", "AWS rejects an expired receipt on a FIFO queue with InvalidParameterValue 'The receipt"
                " handle has expired' (mapped to StaleReceipt, see test_sqs_queue.py), but the emulator"
                " keeps an expired receipt valid until the message is received again")
 async def test_an_expired_receipt_is_rejected_and_the_message_stays(
-    opened: OpenedQueue, backend: Backend, clock: Clock
+    leasing: OpenedQueue, backend: Backend, clock: Clock
 ) -> None:
-    await opened.queue.send("job", group_id="g", dedup_id="d")
-    [message] = await opened.queue.receive()
+    await leasing.queue.send("job", group_id="g", dedup_id="d")
+    [message] = await leasing.queue.receive()
     await clock.advance(backend.visibility_timeout + backend.margin)
     with pytest.raises(StaleReceipt):
-        await opened.queue.delete(message.receipt)
+        await leasing.queue.delete(message.receipt)
     with pytest.raises(StaleReceipt):
-        await opened.queue.change_visibility(message.receipt, 60)
-    assert [m.body for m in await opened.queue.receive()] == ["job"]
+        await leasing.queue.change_visibility(message.receipt, 60)
+    assert [m.body for m in await leasing.queue.receive()] == ["job"]
 
 
 async def test_an_unknown_receipt_is_rejected(opened: OpenedQueue) -> None:
@@ -165,16 +172,16 @@ async def test_deleting_with_an_unknown_receipt_is_rejected(opened: OpenedQueue)
 
 
 async def test_change_visibility_extends_the_hiding_and_keeps_the_receipt_valid(
-    opened: OpenedQueue, backend: Backend, clock: Clock
+    leasing: OpenedQueue, backend: Backend, clock: Clock
 ) -> None:
-    await opened.queue.send("job", group_id="g", dedup_id="d")
-    [message] = await opened.queue.receive()
-    await opened.queue.change_visibility(message.receipt, 2 * backend.visibility_timeout)
+    await leasing.queue.send("job", group_id="g", dedup_id="d")
+    [message] = await leasing.queue.receive()
+    await leasing.queue.change_visibility(message.receipt, 2 * backend.visibility_timeout)
     await clock.advance(2 * backend.visibility_timeout - backend.margin)  # well past the first lease
-    assert await opened.queue.receive() == []
-    await opened.queue.delete(message.receipt)
+    assert await leasing.queue.receive() == []
+    await leasing.queue.delete(message.receipt)
     await clock.advance(2 * backend.margin)  # past the extended lease: gone, not hidden
-    assert await opened.queue.receive() == []
+    assert await leasing.queue.receive() == []
 
 
 async def test_change_visibility_to_zero_releases_the_message_at_once(opened: OpenedQueue) -> None:
@@ -186,23 +193,23 @@ async def test_change_visibility_to_zero_releases_the_message_at_once(opened: Op
 
 
 async def test_a_message_received_max_receives_times_goes_to_the_dead_letter_queue(
-    opened: OpenedQueue, backend: Backend, clock: Clock
+    leasing: OpenedQueue, backend: Backend, clock: Clock
 ) -> None:
-    poison_id = await opened.queue.send("poison", group_id="g", dedup_id="1")
-    await opened.queue.send("next", group_id="g", dedup_id="2")
+    poison_id = await leasing.queue.send("poison", group_id="g", dedup_id="1")
+    await leasing.queue.send("next", group_id="g", dedup_id="2")
     for attempt in (1, 2, 3):
-        [message] = await opened.queue.receive()
+        [message] = await leasing.queue.receive()
         assert (message.body, message.receive_count) == ("poison", attempt)
         await clock.advance(backend.visibility_timeout + backend.margin)
     # The fourth receive moves the poison message away and its group flows again.
-    assert [m.body for m in await opened.queue.receive()] == ["next"]
-    [dead] = await opened.dead_letters.receive(max_messages=10)
+    assert [m.body for m in await leasing.queue.receive()] == ["next"]
+    [dead] = await leasing.dead_letters.receive(max_messages=10)
     assert (dead.message_id, dead.body, dead.group_id) == (poison_id, "poison", "g")
     if backend.dead_letters_restart_receive_count:
         assert dead.receive_count == 1
     else:
         assert dead.receive_count > 3  # the source queue's receives carried over
-    assert await opened.queue.approximate_counts() == {"visible": 0, "in_flight": 1}
+    assert await leasing.queue.approximate_counts() == {"visible": 0, "in_flight": 1}
 
 
 async def test_a_duplicate_is_ignored_even_after_delete(opened: OpenedQueue) -> None:

@@ -223,7 +223,7 @@ async def test_the_deadline_bounds_a_hanging_server_across_attempts(real_llm: Ma
 
     assert "1s deadline" in str(error)
     assert 1 <= len(hanging.requests) <= 3  # each attempt times out after 0.4 s; the deadline cuts the last
-    assert elapsed < 2
+    assert elapsed < 3  # ten attempts of 0.4 s, unbounded, would take 4 s
 
 
 async def test_a_retry_after_beyond_the_cap_fails_at_once(server: FakeLLMServer, real_llm: MakeLLM) -> None:
@@ -232,7 +232,7 @@ async def test_a_retry_after_beyond_the_cap_fails_at_once(server: FakeLLMServer,
 
     error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
     assert "asked to wait 3600s" in str(error)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # not the hour asked for
     assert len(server.requests) == 1
 
 
@@ -293,7 +293,7 @@ async def test_concurrent_calls_beyond_the_ceiling_queue_up(server: FakeLLMServe
     # Turns are 0.2 s apart; a loaded event loop may run one late, never the next one early.
     since_first = [stamp - stamped.stamps[0] for stamp in stamped.stamps]
     assert all(elapsed >= 0.2 * n - 0.05 for n, elapsed in enumerate(since_first)), since_first
-    assert since_first[-1] < 2
+    assert since_first[-1] < 5  # queued, not refused or stuck
 
 
 async def test_each_retry_takes_a_paced_turn_too(server: FakeLLMServer, real_llm: MakeLLM) -> None:

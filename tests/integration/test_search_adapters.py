@@ -144,13 +144,13 @@ async def test_http_errors_name_the_status(
 async def test_timeout(
     server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
 ) -> None:
-    server.delay = 2.0
+    server.delay = 10.0  # cut short when the server stops
     for kind in APIS:
         adapter = make_api(kind, server.base_url, timeout=0.2)
         opened.append(adapter)
         started = time.monotonic()
         assert "timed out" in await failure_message(adapter)
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 5  # the timeout, not the server's 10 s
 
 
 async def test_connection_refused(opened: list[ApiSearch | HomepageSearch]) -> None:
@@ -371,12 +371,12 @@ async def test_endless_page_is_cut_too(homepage: Homepage, server: FakeSearchSer
 async def test_slow_site_hits_the_total_timeout(
     homepage: Homepage, server: FakeSearchServer
 ) -> None:
-    server.delay = 3.0
+    server.delay = 10.0  # cut short when the server stops
     server.add_html("example.com", "/", "<title>late</title>")
     started = time.monotonic()
     with pytest.raises(ProviderError, match="took longer than 0.5s"):
-        await homepage(timeout=10.0, total_timeout=0.5).gather("example.com")
-    assert time.monotonic() - started < 2
+        await homepage(timeout=20.0, total_timeout=0.5).gather("example.com")
+    assert time.monotonic() - started < 5  # the total timeout, not the server's 10 s
 
 
 @pytest.mark.parametrize(

@@ -171,7 +171,7 @@ async def test_the_deadline_cuts_a_hanging_attempt_short() -> None:
 
     with pytest.raises(ProviderError, match=r"no answer within the 0.2s deadline \(gave up after 1 attempt\)"):
         await ask(adapter)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # the deadline, not the attempt's 30 s
 
 
 def test_the_decorators_keep_the_name() -> None:

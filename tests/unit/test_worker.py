@@ -145,9 +145,9 @@ async def test_worker_runs_jobs_until_stopped(parts) -> None:
 
 
 async def test_a_slow_job_keeps_its_message_hidden_until_it_is_done() -> None:
-    """The heartbeat: with a 0.3 s visibility timeout and a 1 s LLM call, a second worker polling
-    the same queue never gets the message while the first still works on it."""
-    container = in_memory(ScriptedLLM(YES, delay=1.0), visibility_timeout=0.3, max_receives=10, max_job_seconds=60,
+    """The heartbeat: with a 1 s visibility timeout (a beat every 1/3 s) and a 2 s LLM call, a
+    second worker polling the same queue never gets the message while the first still works on it."""
+    container = in_memory(ScriptedLLM(YES, delay=2.0), visibility_timeout=1.0, max_receives=10, max_job_seconds=60,
                           worker_jobs=1)
     store, queue, worker = container.store(), container.work_queue(), container.worker()
     await add_job(store, queue, "slow-job")
@@ -170,7 +170,7 @@ async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> N
     [message] = await queue.receive()
     handling = asyncio.create_task(worker.handle(message))
     redelivered = []
-    for _ in range(40):
+    for _ in range(200):  # up to 10 s; the cap (0.6 s) and the last lease (0.3 s) end in ~0.9 s
         redelivered = await queue.receive(wait_seconds=0.05)
         if redelivered:
             break
@@ -180,7 +180,7 @@ async def test_a_hung_job_stops_extending_its_lease_after_max_job_seconds() -> N
     assert redelivered and redelivered[0].receive_count == 2  # handed on once the cap ran out
 
 
-@pytest.mark.parametrize(("llm_delay", "finished"), [(0.1, True), (5.0, False)])
+@pytest.mark.parametrize(("llm_delay", "finished"), [(0.1, True), (30.0, False)])
 async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_delay: float, finished: bool) -> None:
     container = in_memory(ScriptedLLM(YES, delay=llm_delay), visibility_timeout=30, max_receives=10,
                           max_job_seconds=60, worker_jobs=2, shutdown_grace_seconds=0.5)
@@ -192,8 +192,8 @@ async def test_shutdown_lets_jobs_in_hand_finish_within_the_grace_period(llm_del
         await asyncio.sleep(0.01)
     stop.set()
     started = asyncio.get_running_loop().time()
-    await asyncio.wait_for(run, 5)
-    assert asyncio.get_running_loop().time() - started < 2
+    await asyncio.wait_for(run, 10)
+    assert asyncio.get_running_loop().time() - started < 5  # the 0.5 s grace, not the 30 s call
     counts = await queue.approximate_counts()
     if finished:
         assert (await store.get_job("job-1")).status is JobStatus.DONE and counts["in_flight"] == 0

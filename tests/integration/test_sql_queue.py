@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from firmsift.adapters.memory.queue import InMemoryReplyPublisher, PublishedReply
+from firmsift.adapters.sql import queue_send_statements
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.migrations import upgrade
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
 from firmsift.domain.errors import QueueUnavailable
+from tests.support.databases import SQL_BACKENDS, migrated_engine
+from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
 
@@ -112,3 +115,29 @@ async def test_the_in_memory_publisher_records_replies() -> None:
     with pytest.raises(QueueUnavailable):
         await publisher.publish("replies.fifo", "body", group_id="job-2", dedup_id="job-2")
     assert publisher.published == [PublishedReply("replies.fifo", "body", "job-1", "job-1")]
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_an_expired_dedup_id_the_purge_left_does_not_block_a_new_send(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A purge deletes at most PURGE_LIMIT expired ids; a send whose own id is among those left
+    (or held by another sender's purge) is a new message, not a duplicate or an error."""
+    monkeypatch.setattr(queue_send_statements, "PURGE_LIMIT", 1)
+    clock = FakeClock()
+    with migrated_engine(backend, tmp_path) as engine:
+        queue = _sql_queue(engine, max_receives=None, dedup_window=300, clock=clock)
+        first = []
+        for body in ("a", "b", "c"):
+            first.append(await queue.send(body, group_id=body, dedup_id=body))
+            await clock.advance(1)
+        await clock.advance(300)
+        # In reverse: each purge takes the oldest expired id left, never the one being sent.
+        again = [await queue.send(body, group_id=body, dedup_id=body) for body in ("c", "b", "a")]
+        assert len(set(first + again)) == 6  # three new messages, none taken for a duplicate
+        assert await queue.send("c", group_id="c", dedup_id="c") == again[0]  # the new window holds
+        with engine.connect() as conn:
+            kept = conn.execute(text("SELECT dedup_id, expires_at FROM queue_dedup ORDER BY dedup_id")).all()
+        assert [(dedup_id, expires_at - clock()) for dedup_id, expires_at in kept] == [
+            ("a", 300), ("b", 300), ("c", 300)
+        ]

@@ -51,13 +51,16 @@ def insert_message(
         # Taken first, so a duplicate in the same group also waits and then sees the first's row.
         conn.execute(LOCK_GROUP_FOR_SEND, {"key": _group_lock_key(queue, group_id)})
     purge_expired_dedup_ids(conn, queue=queue, now=now)
-    first_id = conn.execute(
-        select(dedup.message_id).where(
-            dedup.queue == queue, dedup.dedup_id == dedup_id, dedup.expires_at > now
-        )
-    ).scalar()
-    if first_id is not None:
-        return int(first_id)
+    # By the primary key alone: with the expiry in the query, a planner whose statistics still
+    # think the table small may read every live id of the queue through the expiry index.
+    seen = conn.execute(
+        select(dedup.message_id, dedup.expires_at).where(dedup.queue == queue, dedup.dedup_id == dedup_id)
+    ).first()
+    if seen is not None:
+        if seen.expires_at > now:
+            return int(seen.message_id)
+        # Expired, but left by the purge (another sender holds it, or it was past PURGE_LIMIT).
+        conn.execute(delete(queue_dedup).where(dedup.queue == queue, dedup.dedup_id == dedup_id))
     message_id = conn.execute(
         insert(queue_messages).values(
             queue=queue, group_id=group_id, body=body, dedup_id=dedup_id,
@@ -83,7 +86,7 @@ def insert_fresh_group_messages(
     statements, however many there are. insert_message's per-group lock and dedup lookup are not
     needed: no other sender knows these groups before the commit, and their ids are new. The
     caller purges expired dedup ids once in its transaction (purge_expired_dedup_ids), not
-    once per call: a purge scans the queue's dedup ids."""
+    once per call."""
     if not messages:
         return
     columns = ("queue", "group_id", "body", "dedup_id", "sent_at", "visible_at", "receive_count")
@@ -97,6 +100,12 @@ def insert_fresh_group_messages(
     notify_sent(conn, queue)
 
 
+# The most expired dedup ids one purge deletes, oldest first: a send's housekeeping stays bounded
+# when a burst's ids expire together, and the planner, told of a few rows, takes them through the
+# expiry index even before the table's statistics know how large it has grown.
+PURGE_LIMIT = 1000
+
+
 def purge_expired_dedup_ids(conn: Connection, *, queue: str, now: float) -> None:
     # Expired rows are purged on the write path, so no sweeper process is needed. Rows another
     # sender is purging right now are left to it (SKIP LOCKED on PostgreSQL): a send never
@@ -104,6 +113,8 @@ def purge_expired_dedup_ids(conn: Connection, *, queue: str, now: float) -> None
     expired = (
         select(_expired.c.dedup_id)
         .where(_expired.c.queue == queue, _expired.c.expires_at <= now)
+        .order_by(_expired.c.expires_at)
+        .limit(PURGE_LIMIT)
         .with_for_update(skip_locked=True)
     )
     conn.execute(delete(queue_dedup).where(dedup.queue == queue, dedup.dedup_id.in_(expired)))

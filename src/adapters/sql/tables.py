@@ -149,6 +149,7 @@ queue_dedup = Table(
     Column("dedup_id", Text, primary_key=True),
     Column("message_id", BigInteger, nullable=False),
     Column("expires_at", Float, nullable=False),
+    Index("ix_queue_dedup_expires_at", "queue", "expires_at"),  # a send's purge of expired ids
 )
 
 # Who is asking the LLM about a (domain, classifier) right now, across workers, until when.

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from firmsift.adapters.sql.engine import make_engine
-from firmsift.adapters.sql.migrations import upgrade
 from firmsift.adapters.sql.queue import SqlQueue
-from tests.support.postgres import postgres_engine
+from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 
 async def send_times(engine: Engine, sends: int, step: int) -> list[float]:
@@ -37,15 +35,9 @@ def main() -> None:
     parser.add_argument("--sends", type=int, default=20_000)
     parser.add_argument("--step", type=int, default=5_000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        sqlite = make_engine(f"sqlite:///{Path(folder) / 'queue.db'}")
-        upgrade(sqlite)
-        try:
-            report("sqlite", asyncio.run(send_times(sqlite, args.sends, args.step)), args.step)
-        finally:
-            sqlite.dispose()
-    with postgres_engine() as postgresql:
-        report("postgresql", asyncio.run(send_times(postgresql, args.sends, args.step)), args.step)
+    for backend in SQL_BACKENDS:
+        with tempfile.TemporaryDirectory() as folder, migrated_engine(backend, Path(folder)) as engine:
+            report(backend, asyncio.run(send_times(engine, args.sends, args.step)), args.step)
 
 
 def report(backend: str, times: list[float], step: int) -> None:

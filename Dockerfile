@@ -8,10 +8,13 @@ WORKDIR /src
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/firmsift
 COPY requirements-runtime.lock ./
-RUN /opt/firmsift/bin/pip install --require-hashes -r requirements-runtime.lock
+# --no-deps: the lock is installed as written, nothing resolved (a release published after the lock
+# cannot enter); pip check proves the pins meet every requirement.
+RUN /opt/firmsift/bin/pip install --require-hashes --no-deps -r requirements-runtime.lock \
+ && /opt/firmsift/bin/pip check
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN /opt/firmsift/bin/pip install --no-deps --no-build-isolation .
+RUN /opt/firmsift/bin/pip install --no-deps --no-build-isolation . && /opt/firmsift/bin/pip check
 
 FROM python:3.11-slim
 RUN useradd --system --uid 10001 --home-dir /var/lib/firmsift --create-home firmsift

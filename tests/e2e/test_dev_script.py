@@ -79,6 +79,8 @@ def installed_venv(tmp_path: Path, lint_status: int = 0) -> Path:
     (venv / "bin" / "npm").write_text('#!/bin/sh\necho "npm $*" >> "$(dirname "$0")/../calls"\n')
     (venv / "bin" / "npm").chmod(0o755)
     (venv / ".firmsift-installed").touch()
+    (venv / "oldest-pip").mkdir()
+    (venv / "oldest-pip" / "pip-22.3-py3-none-any.whl").touch()  # downloaded: nothing to fetch
     return venv
 
 

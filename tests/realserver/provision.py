@@ -172,7 +172,7 @@ def build_wheel(where: Layout, builder: Path, requirements: list[Requirement]) -
     """Build llama-cpp-python from its hash-checked sdist, showing ninja's progress; keep the wheel."""
     backend = where.venv.parent / "build-backend.txt"
     backend.write_text("\n".join(pinned(requirements, name).text for name in BUILD_BACKEND) + "\n")
-    run(pip(builder, "install", "--quiet", "--require-hashes", "-r", str(backend)))
+    run(pip(builder, "install", "--quiet", "--require-hashes", "--no-deps", "-r", str(backend)))
     source = where.venv.parent / "build-source.txt"
     source.write_text(pinned(requirements, BUILT_PACKAGE).text + "\n")
     staging = where.wheel_dir.with_name(where.wheel_dir.name + ".partial")
@@ -230,8 +230,10 @@ def install_server(where: Layout) -> None:
     say(f"installing the server's dependencies (hash-checked) and {wheel.name}")
     others = where.venv.parent / "server-dependencies.txt"
     others.write_text("\n".join(r.text for r in requirements if r.name != BUILT_PACKAGE) + "\n")
-    run(pip(where.python, "install", "--quiet", "--require-hashes", "-r", str(others)))
+    # --no-deps, then pip check: the lock as written, nothing resolved against today's index.
+    run(pip(where.python, "install", "--quiet", "--require-hashes", "--no-deps", "-r", str(others)))
     run(pip(where.python, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)))
+    run(pip(where.python, "check"))
     run([str(where.python), "-c", "import llama_cpp.server.app"])
 
 

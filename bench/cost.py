@@ -7,6 +7,8 @@ import json
 import random
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +33,7 @@ class CostSize:
     waves: int  # the jobs are submitted in this many waves
     repeat_share: float = 0.6  # of requests naming a domain an earlier job asked about
     domains_per_job: int = 10
-    stall_holding: int = 4  # worker A is frozen once it holds this many jobs (all its slots)
+    stall_holding: int = 4  # worker A is frozen once it has received this many jobs (all its slots)
 
 
 FULL = CostSize(requests=1000, waves=10)
@@ -62,20 +64,25 @@ def run(folder: Path, latencies: Latencies, size: CostSize) -> list[Figure]:
     unique = len({d for job in jobs for d in job})
     with stack("production", folder / "cost-production", latencies, visibility_timeout=VISIBILITY_TIMEOUT) as services:
         _api, base = services.api()
+        # Worker A runs alone until it has taken its jobs, so the stall below always has some to
+        # give back: with B already polling, B could take every message of the first waves, and A
+        # could finish its jobs between two looks at what it holds (both seen on a loaded machine).
         stalled, probe = services.worker("worker-a", WORKER_SETTINGS)
-        services.worker("worker-b", WORKER_B_SETTINGS)
         first_half = size.waves // 2
         with httpx.Client(base_url=base, timeout=30) as client:
             job_ids = _submit_waves(client, jobs, range(first_half), size.waves)
-            # Stall a worker holding jobs for longer than the visibility timeout: its messages
-            # come back to the other worker while its own LLM calls are still running.
-            # Frozen with every slot full, so several messages come back at once.
-            wait_until(lambda: _jobs_in_hand(probe) >= size.stall_holding, 60,
-                       f"worker A never held {size.stall_holding} jobs", interval=0.02)
-            # Long enough for the other worker to free a slot and take the messages back (a run
-            # with a shorter stall saw none), short of the answer lease (20 s), so the stalled
-            # worker still owns the calls it started and finishes them when it wakes.
-            _stall(stalled, VISIBILITY_TIMEOUT + STALL_MARGIN)
+            # Stall worker A once it has received its share, for longer than the visibility timeout:
+            # its messages come back to worker B while its own LLM calls are still running. Counted
+            # by messages received, which only grows, not by jobs in hand, which a look can miss.
+            wait_until(lambda: _messages_received(probe) >= size.stall_holding, 120,
+                       f"worker A never received {size.stall_holding} jobs", interval=0.02)
+            with _stalled(stalled) as stall:
+                _b, probe_b = services.worker("worker-b", WORKER_B_SETTINGS)
+                wait_until(lambda: _messages_received(probe_b) >= 1, 120, "worker B never received a job")
+                # Long enough for B to free a slot and take the messages back (a run with a shorter
+                # stall saw none), short of the answer lease (20 s) on a quiet machine, so the stalled
+                # worker still owns the calls it started and finishes them when it wakes.
+                time.sleep(max(0.0, VISIBILITY_TIMEOUT + STALL_MARGIN - (time.monotonic() - stall.stopped_at)))
             job_ids += _submit_waves(client, jobs, range(first_half, size.waves), size.waves)
             wait_until(lambda: all(client.get(f"/domains/classify/{j}").json()["status"] == "DONE" for j in job_ids),
                        120 + 2 * len(jobs), "not every job finished", interval=0.5)
@@ -98,18 +105,25 @@ def _submit_waves(client: httpx.Client, jobs: list[list[str]], waves: range, of:
     return job_ids
 
 
-def _jobs_in_hand(probe: str) -> float:
-    metrics = httpx.get(f"{probe}/metrics", timeout=5).text
+def _messages_received(probe: str) -> float:
+    metrics = httpx.get(f"{probe}/metrics", timeout=30).text
     values = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line.startswith("firmsift_queue_messages_"))
-    return (float(values.get("firmsift_queue_messages_received_total", 0))
-            - float(values.get("firmsift_queue_messages_deleted_total", 0)))
+    return float(values.get("firmsift_queue_messages_received_total", 0))
 
 
-def _stall(worker: Process, seconds: float) -> None:
-    """SIGSTOP, then SIGCONT: a worker frozen (a long GC pause, a starved VM), not killed."""
+@dataclass
+class _Stall:
+    stopped_at: float
+
+
+@contextmanager
+def _stalled(worker: Process) -> Iterator[_Stall]:
+    """SIGSTOP for the block, then SIGCONT: a worker frozen (a long GC pause, a starved VM), not killed."""
     worker.popen.send_signal(signal.SIGSTOP)
-    time.sleep(seconds)
-    worker.popen.send_signal(signal.SIGCONT)
+    try:
+        yield _Stall(time.monotonic())
+    finally:
+        worker.popen.send_signal(signal.SIGCONT)
 
 
 def _redelivered_jobs(services: Stack) -> int:

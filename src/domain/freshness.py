@@ -31,13 +31,15 @@ def max_age(confidence: int | None, quote_status: QuoteStatus | None = None) -> 
 
 
 def is_fresh(answer: Answer, now: datetime, prompt_version: str | None = None, *,
-             precheck_max_age: timedelta = PRECHECK_MAX_AGE) -> bool:
+             precheck_max_age: timedelta | None = PRECHECK_MAX_AGE) -> bool:
     """True when `answer` may be reused instead of asking again. FAILED answers never are, nor
     answers given under another prompt version than `prompt_version` (when one is given): a
     changed prompt is a new question. A pre-check outcome (no answer, no prompt) is reused for
-    `precheck_max_age`."""
+    `precheck_max_age`, and never while the pre-check is off (None): turning it off is how a user
+    says its outcomes are not to be believed."""
     if answer.source is Source.PRECHECK:
-        return answer.status is ResultStatus.DONE and now - answer.answered_at < precheck_max_age
+        return (precheck_max_age is not None and answer.status is ResultStatus.DONE
+                and now - answer.answered_at < precheck_max_age)
     if answer.status is not ResultStatus.DONE or answer.answer is None:
         return False
     if prompt_version is not None and answer.prompt_version != prompt_version:

@@ -231,9 +231,14 @@ def _article(word: str) -> str:
     return "an" if word[:1].lower() in ("a", "e", "i", "o", "u") else "a"
 
 
+def bounded_reason(reason: str) -> str:
+    """A verdict's reason as a user reads it: at most REASON_CHARS characters."""
+    return excerpt(reason, REASON_CHARS)
+
+
 def _bounded(verdict: SiteVerdict) -> SiteVerdict:
-    reason = excerpt(verdict.reason, REASON_CHARS)
+    reason = bounded_reason(verdict.reason)
     return verdict if reason == verdict.reason else SiteVerdict(verdict.status, reason, verdict.redirected_to)
 
 
-__all__ = ["ParkingKind", "SiteStatus", "SiteVerdict", "site_status"]
+__all__ = ["ParkingKind", "SiteStatus", "SiteVerdict", "bounded_reason", "site_status"]

@@ -13,8 +13,7 @@ from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
 from firmsift.entrypoints.http_wiring import HttpWiring
 from firmsift.entrypoints.lazy_adapters import make_eval_pricing
 from firmsift.entrypoints.provider_wiring import ProviderWiring
-from firmsift.entrypoints.worker_wiring import WorkerWiring
-from firmsift.services.precheck import Precheck
+from firmsift.entrypoints.worker_wiring import WorkerWiring, settings_precheck
 
 
 class Container(HttpWiring, WorkerWiring):
@@ -36,6 +35,7 @@ class Container(HttpWiring, WorkerWiring):
     eval_snapshots = providers.Factory(SnapshotFiles)
     eval_cache = providers.Factory(CompletionCacheFile)
     eval_pricing = providers.Factory(make_eval_pricing)
-    # The pre-check the eval runs once per labelled domain: the worker's resolver, homepage reader
-    # and signatures (its cache time and redirect reuse concern stored answers, which an eval has none of).
-    eval_precheck = providers.Singleton(Precheck, resolver, homepage, signatures)
+    # The pre-check the eval runs once per labelled domain: the worker's resolver, homepage reader,
+    # signatures and trust in negative DNS answers (its cache time and redirect reuse concern stored
+    # answers, which an eval has none of).
+    eval_precheck = providers.Singleton(settings_precheck, WorkerWiring.settings, resolver, homepage, signatures)

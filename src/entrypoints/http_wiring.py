@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from dependency_injector import providers
 
 from firmsift.domain.estimates import WorkerPace
-from firmsift.domain.freshness import PRECHECK_MAX_AGE
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.queue_wiring import QueueWiring
 from firmsift.entrypoints.settings import Settings
@@ -19,10 +18,10 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 
-def precheck_max_age(settings: Settings) -> timedelta:
+def precheck_max_age(settings: Settings) -> timedelta | None:
     """How long a pre-check outcome counts as fresh: FIRMSIFT_PRECHECK_TTL_DAYS while the pre-check
-    runs, else the default (the worker's rule, JobDependencies.is_fresh)."""
-    return timedelta(days=settings.precheck_ttl_days) if settings.precheck else PRECHECK_MAX_AGE
+    runs, never (None) while it is off (the worker's rule, JobDependencies.is_fresh)."""
+    return timedelta(days=settings.precheck_ttl_days) if settings.precheck else None
 
 
 def worker_pace(settings: Settings) -> WorkerPace:

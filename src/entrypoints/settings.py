@@ -83,6 +83,15 @@ class Settings(SettingsFields):
                 raise ValueError(f"{server[:60]!r} is not an IP address") from None
         return value
 
+    @field_validator("dns_canaries")
+    @classmethod
+    def _dns_canaries_are_names(cls, value: str) -> str:
+        for name in (part.strip() for part in value.split(",") if part.strip()):
+            labels = name.rstrip(".").split(".")
+            if len(name) > 253 or len(labels) < 2 or not all(0 < len(label) <= 63 for label in labels):
+                raise ValueError(f"{name[:60]!r} is not a domain name (such as example.com)")
+        return value
+
     @model_validator(mode="after")
     def _pinned_hosts_need_private_addresses(self) -> Settings:
         if self.pinned_hosts and not self.homepage_allow_private_addresses:
@@ -125,6 +134,10 @@ class Settings(SettingsFields):
     def pinned_hosts(self) -> PinnedHosts:
         """FIRMSIFT_HOMEPAGE_RESOLVE, parsed (already checked)."""
         return parse_pinned_hosts(self.homepage_resolve or "")
+
+    @property
+    def dns_canary_list(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.dns_canaries.split(",") if part.strip())
 
     @property
     def dns_server_list(self) -> tuple[str, ...]:

@@ -85,6 +85,10 @@ class SettingsFields(BaseSettings):
     dns_servers: str | None = Field(None, description="the pre-check's DNS servers (IP addresses, comma-separated); "
                                              "empty: the system's")
     dns_port: int = Field(53, ge=1, le=65535)
+    dns_canaries: str = Field(
+        "example.com,iana.org,wikipedia.org",
+        description="names that must exist, comma-separated: while most of them do not resolve, the pre-check "
+                    "ends no domain as no_dns; empty: the resolver is believed untested")
     dns_timeout: float = Field(4.0, gt=0, le=60, description="seconds one DNS query may take, retries included")
     evidence_reuse_days: float = Field(
         30.0, ge=0, le=365, description="days another classifier's evidence for a domain is reused instead of "

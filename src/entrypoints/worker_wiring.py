@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from dependency_injector import providers
 
 from firmsift.adapters.decorators.prometheus_metrics import MeteredQueue, Metrics
+from firmsift.entrypoints.outbound_proxy import outbound_proxy_variable
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.queue_wiring import QueueWiring
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.storage_wiring import StorageWiring
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
 from firmsift.services.job_replies import FinishedJobs
+from firmsift.services.dns_trust import DnsTrust
 from firmsift.services.precheck import Precheck
 from firmsift.services.process import JobDependencies
 from firmsift.services.provider_batches import ProviderBatchDependencies
@@ -42,8 +44,16 @@ def worker_precheck(settings: Settings, resolver: Callable[[], Resolver], homepa
     neither the resolver nor the homepage reader is built for it)."""
     if not settings.precheck:
         return None
-    return Precheck(resolver(), homepage(), signatures, max_age=timedelta(days=settings.precheck_ttl_days),
-                    reuse_redirect_answer=settings.precheck_reuse_redirect_answer)
+    return settings_precheck(settings, resolver(), homepage(), signatures)
+
+
+def settings_precheck(settings: Settings, resolver: Resolver, homepage: HomepageLooker,
+                      signatures: Signatures) -> Precheck:
+    """The pre-check as the settings shape it, judging negative DNS answers by the canaries
+    (FIRMSIFT_DNS_CANARIES) and by whether a proxy carries outbound traffic."""
+    trust = DnsTrust(resolver, settings.dns_canary_list, proxy_variable=outbound_proxy_variable(os.environ))
+    return Precheck(resolver, homepage, signatures, max_age=timedelta(days=settings.precheck_ttl_days),
+                    reuse_redirect_answer=settings.precheck_reuse_redirect_answer, trust=trust)
 
 
 def dead_letter_counter(metrics: Metrics) -> Callable[[Job], None]:

@@ -50,7 +50,7 @@ class BatchEstimator:
     job_size: int
     max_domains: int
     precheck: bool = True
-    precheck_max_age: timedelta = PRECHECK_MAX_AGE
+    precheck_max_age: timedelta | None = PRECHECK_MAX_AGE  # None: the pre-check is off, its outcomes not reused
     now: Callable[[], datetime] = field(default=utc_now)
     human: HumanAnswerStore | None = None  # people's corrections: counted first, as the worker uses them
 

@@ -62,7 +62,7 @@ class JobDependencies:
     deferred: DeferredQuestions | None = None
 
     def is_fresh(self, answer: Answer, classifier: Classifier) -> bool:
-        """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age."""
-        if self.precheck is None:
-            return is_fresh(answer, self.now(), classifier.prompt_version)
-        return is_fresh(answer, self.now(), classifier.prompt_version, precheck_max_age=self.precheck.max_age)
+        """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age, and
+        not at all while the pre-check is off."""
+        max_age = self.precheck.max_age if self.precheck is not None else None
+        return is_fresh(answer, self.now(), classifier.prompt_version, precheck_max_age=max_age)

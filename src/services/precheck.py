@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 from firmsift.domain.freshness import PRECHECK_MAX_AGE, is_fresh
 from firmsift.domain.model import Answer, Classifier, DomainResult, ResultStatus, Source
 from firmsift.domain.site_facts import SiteFacts
-from firmsift.domain.site_status import SiteStatus, SiteVerdict, site_status
+from firmsift.domain.site_status import SiteStatus, SiteVerdict, bounded_reason, site_status
 
 if TYPE_CHECKING:
     from firmsift.domain.site_signatures import Signatures
     from firmsift.ports.homepage_look import HomepageLooker
     from firmsift.ports.repository import AnswerStore
     from firmsift.ports.resolver import Resolver
+    from firmsift.services.dns_trust import DnsTrust
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +62,22 @@ class Precheck:
     signatures: Signatures
     max_age: timedelta = PRECHECK_MAX_AGE  # how long an ending outcome is cached
     reuse_redirect_answer: bool = False
+    # Whether a negative DNS answer may end a domain (None: always; tests of the rule alone).
+    trust: DnsTrust | None = None
 
     async def look(self, domain: str) -> SiteVerdict:
         """The domain's status: DNS for the name and www., then (unless DNS settled it, or gave no
-        address to connect to) the homepage."""
+        address to connect to) the homepage. A negative DNS answer the resolver cannot be trusted
+        with makes the status unknown, not no_dns."""
+        if self.trust is not None and (why := self.trust.not_checked()) is not None:
+            return SiteVerdict(SiteStatus.UNKNOWN, bounded_reason(f"unknown: not checked, {why}"))
         dns, www_dns = await asyncio.gather(self.resolver.look_up(domain), self.resolver.look_up(f"www.{domain}"))
         facts = SiteFacts(domain=domain, dns=dns, www_dns=www_dns)
         verdict = site_status(facts, self.signatures)
+        if self.trust is not None:
+            self.trust.record(dns)
+            if verdict.status is SiteStatus.NO_DNS and (why := await self.trust.doubt()) is not None:
+                return SiteVerdict(SiteStatus.UNKNOWN, bounded_reason(f"unknown: DNS found no address, but {why}"))
         if verdict.status in _DNS_VERDICTS or not (dns.addresses or www_dns.addresses):
             return verdict  # settled by DNS, or nothing to connect to (the DNS failed: unreachable)
         looked = await self.homepage.look(domain)

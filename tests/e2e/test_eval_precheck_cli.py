@@ -33,7 +33,7 @@ def zone() -> Zone:
         names.add(f"{host}.", "A", ["203.0.113.10"])
     names.add("bravo-foods.com.", "A", ["64.190.63.111"])
     names.add("bravo-foods.com.", "NS", ["ns1.sedoparking.com.", "ns2.sedoparking.com."])
-    return names
+    return names.with_canaries()
 
 
 @pytest.fixture

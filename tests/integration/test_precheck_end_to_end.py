@@ -10,6 +10,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -39,7 +40,7 @@ def zone() -> Zone:
         names.add(f"{host}.", "A", [ADDRESS])
     names.add("salty-pretzel.com.", "A", ["64.190.63.111"])
     names.add("salty-pretzel.com.", "NS", ["ns1.sedoparking.com.", "ns2.sedoparking.com."])
-    return names  # gone-brand.com is not there: NXDOMAIN
+    return names.with_canaries()  # gone-brand.com is not there: NXDOMAIN
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -53,9 +54,16 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def stack(tmp_path: Path, database: str) -> Iterator[dict]:
+    with running_stack(tmp_path, database, zone()) as running:
+        yield running
+
+
+@contextmanager
+def running_stack(tmp_path: Path, database: str, names: Zone, **settings: str) -> Iterator[dict]:
+    """The fake providers, the loopback DNS answering `names`, the sites, an API and a worker."""
     processes = Processes(tmp_path)
     llm_log = tmp_path / "llm-calls.jsonl"
-    with LoopbackDns(zone()) as dns, SiteServer(dict(SITES)) as sites, refusing_port() as closed:
+    with LoopbackDns(names) as dns, SiteServer(dict(SITES)) as sites, refusing_port() as closed:
         try:
             _llm, llm_port = processes.start_fake("tests.support.fake_llm_server", "--log", str(llm_log))
             _search, search_port = processes.start_fake("tests.support.fake_search_server")
@@ -74,10 +82,11 @@ def stack(tmp_path: Path, database: str) -> Iterator[dict]:
                 "FIRMSIFT_SEARCH_RETRY_ATTEMPTS": "1",
                 "FIRMSIFT_WAIT_TIME": "1",
                 "FIRMSIFT_POLL_INTERVAL": "0.1",
+                **settings,
             }
             _api, base = start_api(processes)
-            processes.firmsift("worker", "worker")
-            yield {"base": base, "llm_log": llm_log, "sites": sites}
+            worker = processes.firmsift("worker", "worker")
+            yield {"base": base, "llm_log": llm_log, "sites": sites, "worker": worker}
         finally:
             processes.stop_all()
 
@@ -140,3 +149,22 @@ def test_each_status_end_to_end(stack: dict) -> None:
     assert [(r["source"], r["site_status"], r["answer"]) for r in again["results"]] == [
         ("cache", "parked", None), ("cache", "no_dns", None)]
     assert len(stack["sites"].requests) == looks_before and llm_calls(stack["llm_log"]) == calls
+
+
+def test_a_resolver_that_denies_every_name_ends_no_domain_and_warns_once(tmp_path: Path) -> None:
+    """This machine's resolver, as offline sandboxes, proxied networks and captive portals have it:
+    NXDOMAIN for every name, the canaries (example.com, ...) included. Nothing is ended as no_dns,
+    every domain is answered by the LLM, and the worker says why once."""
+    domains = [f"company-{number}.com" for number in range(30)]
+    with running_stack(tmp_path, f"sqlite:///{tmp_path / 'firmsift.db'}", Zone(),
+                       FIRMSIFT_MAX_DOMAINS_PER_JOB="30") as running:
+        document = classify(running["base"], domains)
+        results = document["results"]
+        assert document["status"] == "DONE" and len(results) == 30
+        assert {r["site_status"] for r in results} == {"unknown"}
+        assert {r["source"] for r in results} == {"llm"}
+        assert all(r["answer"] is not None for r in results)
+        warnings = [line for line in running["worker"].log().splitlines()
+                    if "does not trust negative DNS answers" in line]
+        assert len(warnings) == 1, warnings
+        assert "example.com (nxdomain)" in warnings[0]

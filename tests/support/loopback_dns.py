@@ -16,6 +16,8 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
+from firmsift.domain.dns_trust import DEFAULT_CANARIES
+
 
 @dataclass
 class Zone:
@@ -27,6 +29,13 @@ class Zone:
 
     def add(self, name: str, rdtype: str, values: Iterable[str]) -> None:
         self.records.setdefault((name.lower(), rdtype), []).extend(values)
+
+    def with_canaries(self) -> Zone:
+        """This zone, answering for the names the pre-check asks to tell a truthful resolver
+        (FIRMSIFT_DNS_CANARIES' default) as a real one does."""
+        for name in DEFAULT_CANARIES:
+            self.add(f"{name}.", "A", ["192.0.2.1"])
+        return self
 
     def exists(self, name: str) -> bool:
         return any(owner == name for owner, _ in self.records)

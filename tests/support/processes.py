@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 
+from firmsift.entrypoints.outbound_proxy import PROXY_VARIABLES
+
 REPO = Path(__file__).resolve().parents[2]
 
 # What each kind of process writes once it listens on the port the kernel gave it.
@@ -69,6 +71,13 @@ class Process:
 # process a test starts has the pre-check off unless the test turns it on (with a DNS server of
 # its own: tests/integration/test_precheck_end_to_end.py).
 NO_PRECHECK = {"FIRMSIFT_PRECHECK": "false"}
+# A machine's outbound proxy says nothing to processes that talk only to loopback, and changes what
+# the pre-check may conclude: the processes a test starts never see one unless the test sets it.
+
+
+def machine_environment() -> dict[str, str]:
+    """This process's environment without the machine's proxy settings."""
+    return {name: value for name, value in os.environ.items() if name not in PROXY_VARIABLES}
 
 
 @dataclass
@@ -81,7 +90,7 @@ class Processes:
 
     def start(self, name: str, *argv: str, extra_env: dict[str, str] | None = None) -> Process:
         log_path = self.folder / f"{name}-{len(self.started)}.log"
-        env = {**os.environ, **NO_PRECHECK, **self.env, **(extra_env or {})}
+        env = {**machine_environment(), **NO_PRECHECK, **self.env, **(extra_env or {})}
         with log_path.open("wb") as log:
             popen = subprocess.Popen(list(argv), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         process = Process(name, popen, log_path)
@@ -205,7 +214,7 @@ def worker_probe(worker: Process) -> str:
 def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run one `firmsift` command to completion with these settings on top of the environment."""
     return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True,
-                          text=True, env={**os.environ, **NO_PRECHECK, **env}, timeout=timeout)
+                          text=True, env={**machine_environment(), **NO_PRECHECK, **env}, timeout=timeout)
 
 
 def run_group(argv: list[str], timeout: float, **options: object) -> subprocess.CompletedProcess[str]:

@@ -14,6 +14,7 @@ from firmsift.adapters.memory.homepage import InMemoryHomepage
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.resolver import InMemoryResolver
 from firmsift.adapters.memory.store import InMemoryStore
+from firmsift.domain.dns_trust import DEFAULT_CANARIES
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, Job, JobStatus, KnownCompany, ResultStatus, Source
 from firmsift.domain.site_facts import DnsFacts, DnsOutcome, HttpFacts
@@ -39,6 +40,8 @@ class Graph:
         self.container = container
         self.store: InMemoryStore = container.store()
         self.resolver: InMemoryResolver = container.resolver()
+        for canary in DEFAULT_CANARIES:  # a truthful resolver: the names that must exist, exist
+            self.resolver.add(canary, DnsFacts(DnsOutcome.ANSWERED, addresses=("192.0.2.1",)))
         self.homepage: InMemoryHomepage = container.homepage()
         self.llm: ScriptedLLM = container.llm()
         self.deps: JobDependencies = container.job_dependencies(now=lambda: NOW)
@@ -102,7 +105,8 @@ async def test_dns_that_settles_the_status_spares_the_homepage_look() -> None:
     domains = [graph.add_case("no_dns_nxdomain"), graph.add_case("parked_dns_sedo_ns")]
     await graph.run(*domains)
     assert graph.homepage.looks == []
-    assert sorted(graph.resolver.history) == sorted([*domains, *(f"www.{d}" for d in domains)])
+    looked_up = [name for name in graph.resolver.history if name not in DEFAULT_CANARIES]
+    assert sorted(looked_up) == sorted([*domains, *(f"www.{d}" for d in domains)])
 
 
 @pytest.mark.parametrize("case", ["live_www_only", "live_contact_form_with_captchas", "live_for_sale_in_normal_text"])
@@ -200,6 +204,17 @@ async def test_with_the_precheck_off_every_domain_goes_to_the_llm() -> None:
     result = (await graph.run(domain)).results[0]
     assert (result.source, result.site_status) == (Source.LLM, None)
     assert graph.resolver.history == [] and graph.homepage.looks == []
+
+
+async def test_with_the_precheck_off_its_cached_outcomes_are_not_served() -> None:
+    # Turning the pre-check off is how a user says its outcomes are not to be believed (a resolver
+    # that lied ended a list as no_dns): the week-old no_dns of yesterday is not served again.
+    graph = Graph(precheck=False)
+    graph.store.answers[("gone.example", "cpg")] = answered("gone.example", source=Source.PRECHECK,
+                                                            site_status="no_dns")
+    result = (await graph.run("gone.example")).results[0]
+    assert (result.source, result.answer, result.site_status) == (Source.LLM, True, None)
+    assert graph.llm.calls_about("gone.example") == 1
 
 
 async def test_site_statuses_are_counted_in_the_metrics() -> None:

@@ -44,6 +44,7 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
             await stack.enter_async_context(worker_probe(
                 settings.worker_probe_host, settings.worker_probe_port, seconds_since_poll=worker.seconds_since_poll,
                 stale_after=settings.wait_time + settings.visibility_timeout, metrics=container.metrics().exposition,
+                checks={"dns": container.dns_check} if settings.precheck else None,
             ))
         rounds_stop = asyncio.Event()
         rounds = asyncio.create_task(run_provider_batches(

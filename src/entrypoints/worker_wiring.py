@@ -47,6 +47,13 @@ def worker_precheck(settings: Settings, resolver: Callable[[], Resolver], homepa
     return settings_precheck(settings, resolver(), homepage(), signatures)
 
 
+def dns_state(precheck: Precheck | None) -> str:
+    """The worker's `dns` check: "ok", or "degraded: why" while negative DNS answers are doubted."""
+    if precheck is None or precheck.trust is None:
+        return "ok"
+    return precheck.trust.state()
+
+
 def settings_precheck(settings: Settings, resolver: Resolver, homepage: HomepageLooker,
                       signatures: Signatures) -> Precheck:
     """The pre-check as the settings shape it, judging negative DNS answers by the canaries
@@ -77,13 +84,15 @@ class WorkerWiring(QueueWiring, ProviderWiring):
     resolver, homepage, signatures = ProviderWiring.resolver, ProviderWiring.homepage, ProviderWiring.signatures
 
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)
+    precheck = providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures)
+    dns_check = providers.Callable(dns_state, precheck)  # for /readyz: the pre-check's trust in the DNS
     job_dependencies = providers.Factory(
         JobDependencies, jobs=store, answers=store, known=store, search=worker_search, llm=worker_llm, pricing=pricing,
         catalog=catalog, llm_slots=providers.Factory(asyncio.Semaphore, settings.provided.llm_concurrency),
         domain_concurrency=settings.provided.domain_concurrency, on_result=metrics.provided.count_domain,
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
         lease_holder=providers.Callable(lease_holder_name),
-        precheck=providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures),
+        precheck=precheck,
         spend_gate=budgets.provided.refusal_for_owner,
         evidence_reuse_age=settings.provided.evidence_reuse_age,
         on_evidence_reused=metrics.provided.count_evidence_reuse,

@@ -127,3 +127,17 @@ async def test_worker_probe_reports_liveness_and_metrics(container) -> None:
         await writer.drain()
         assert b"400" in (await reader.read())
         writer.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("dns", "status", "ready"), [("ok", 200, "ready"),
+                                                      ("degraded: the resolver denies names", 200, "ready"),
+                                                      ("failing", 503, "not ready")])
+async def test_worker_probe_reports_its_checks_and_a_degraded_one_is_still_ready(
+        container, dns: str, status: int, ready: str) -> None:
+    async with worker_probe("127.0.0.1", 0, seconds_since_poll=lambda: 0.0, stale_after=5,
+                            metrics=container.metrics().exposition, checks={"dns": lambda: dns}) as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            answer = await client.get("/readyz")
+    assert answer.status_code == status
+    assert answer.json() == {"status": ready, "checks": {"dns": dns}}

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.loopback_dns import LoopbackDns, Zone
 from tests.support.postgres import postgres_engine
-from tests.support.processes import Processes, refusing_port, start_api, wait_until
+from tests.support.processes import Processes, refusing_port, start_api, start_worker, wait_until
 from tests.support.site_server import Page, SiteServer, fixture_page, redirect
 
 pytestmark = pytest.mark.e2e
@@ -85,8 +85,8 @@ def running_stack(tmp_path: Path, database: str, names: Zone, **settings: str) -
                 **settings,
             }
             _api, base = start_api(processes)
-            worker = processes.firmsift("worker", "worker")
-            yield {"base": base, "llm_log": llm_log, "sites": sites, "worker": worker}
+            worker, probe = start_worker(processes)
+            yield {"base": base, "llm_log": llm_log, "sites": sites, "worker": worker, "probe": probe}
         finally:
             processes.stop_all()
 
@@ -137,6 +137,8 @@ def test_each_status_end_to_end(stack: dict) -> None:
     assert (redirected["redirected_to"], redirected["redirected_answer"], redirected["source"]) == (
         "parent-group.com", True, "llm")
 
+    assert httpx.get(f"{stack['probe']}/readyz", timeout=10).json()["checks"] == {"dns": "ok"}
+
     calls = llm_calls(stack["llm_log"])
     assert set(calls) == {"parent-group.com", "fresh-foods.com", "acme-snacks.com", "old-brand.com"}
     assert all(count == 1 for count in calls.values())
@@ -168,3 +170,6 @@ def test_a_resolver_that_denies_every_name_ends_no_domain_and_warns_once(tmp_pat
                     if "does not trust negative DNS answers" in line]
         assert len(warnings) == 1, warnings
         assert "example.com (nxdomain)" in warnings[0]
+        ready = httpx.get(f"{running['probe']}/readyz", timeout=10)
+        assert ready.status_code == 200  # degraded, not out of service
+        assert ready.json()["checks"]["dns"].startswith("degraded: the resolver denies names that must exist")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 
 from firmsift.entrypoints.cli.process_group import ProcessGroup
 from firmsift.entrypoints.cli.scale_out import api_copies, listening_socket
@@ -47,8 +48,10 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool, list
     if with_worker:
         container.worker_llm()  # import litellm (seconds) now, not on the loop serving requests
     background = (lambda: running_worker(container)) if with_worker else None
-    app = container.api(background=background, host=host,  # auth was checked in dispatch
-                        not_ready={READINESS_CHECK: NO_CREDENTIALS} if llm_problem else None)
+    checks: dict[str, Callable[[], str]] = {READINESS_CHECK: lambda: NO_CREDENTIALS} if llm_problem else {}
+    if with_worker and container.settings().precheck:
+        checks["dns"] = container.dns_check  # the embedded worker's pre-check: does it trust negative DNS answers?
+    app = container.api(background=background, host=host, process_checks=checks)  # auth was checked in dispatch
     settings = container.settings()
     logging.getLogger(__name__).info(f"the web app: open {web_address(host, port)} in a browser")
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.

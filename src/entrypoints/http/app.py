@@ -20,6 +20,7 @@ from firmsift.adapters.decorators.prometheus_metrics import Metrics
 from firmsift.adapters.readiness import IntakeOutcomes
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document
+from firmsift.entrypoints.check_results import counts_as_ready
 from firmsift.entrypoints.http.answers import answer_routes
 from firmsift.entrypoints.http.auth import Gate, auth_required
 from firmsift.entrypoints.http.batches import batch_routes
@@ -75,13 +76,14 @@ def create_app(
     web_sessions: WebSessions,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
-    not_ready: Mapping[str, str] | None = None,
+    process_checks: Mapping[str, Callable[[], str]] | None = None,
 ) -> Starlette:
     """The ASGI app, on the parts the container gives it (Container.api builds it). `background`
     runs alongside it (the embedded worker of `firmsift serve`). `host` is the address it will be
     served on: it decides whether FIRMSIFT_AUTH=auto requires keys (looked up in `api_keys`), and
     UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
-    `not_ready` holds checks that failed at start-up (name: reason), reported by /readyz.
+    `process_checks` are this process's own checks beyond its backends (name: a call giving "ok",
+    "degraded: why", which still counts as ready, or what failed), reported by /readyz.
     The web app (entrypoints/web) is served at `/` on the same gate; `known` feeds its review queue."""
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
@@ -158,8 +160,10 @@ def create_app(
     async def readyz(_request: Request) -> JSONResponse:
         """Readiness: the database answers and takes writes, the work queue answers, the
         latest intake did not fail, and (for `serve`) the embedded worker could start."""
-        checks = {**await readiness.check(), **(not_ready or {})}
-        ready = all(result == "ok" for result in checks.values())
+        checks = {**await readiness.check(), **{name: check() for name, check in (process_checks or {}).items()}}
+        # Degraded still serves: the pre-check concluding less (a lying resolver) is no reason to
+        # take the process out of a load balancer.
+        ready = all(counts_as_ready(result) for result in checks.values())
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                             status_code=200 if ready else 503)
 

@@ -1,4 +1,5 @@
-"""The worker's probe: a tiny HTTP endpoint with /healthz (the loop is turning) and /metrics."""
+"""The worker's probe: a tiny HTTP endpoint with /healthz (the loop is turning), /readyz (its own
+checks: "ok", or "degraded: why", which still counts as ready) and /metrics."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+
+from firmsift.entrypoints.check_results import counts_as_ready
 
 log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 8192
@@ -14,14 +17,15 @@ MAX_REQUEST_BYTES = 8192
 
 @contextlib.asynccontextmanager
 async def worker_probe(host: str, port: int, *, seconds_since_poll: Callable[[], float], stale_after: float,
-                       metrics: Callable[[], tuple[bytes, str]]) -> AsyncIterator[int]:
+                       metrics: Callable[[], tuple[bytes, str]],
+                       checks: Mapping[str, Callable[[], str]] | None = None) -> AsyncIterator[int]:
     """Serve the probe while the block runs; yields the bound port (useful with port 0)."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request_line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             method, path, *_ = request_line.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
-            status, body, content_type = _respond(method, path, seconds_since_poll, stale_after, metrics)
+            status, body, content_type = _respond(method, path, seconds_since_poll, stale_after, metrics, checks or {})
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
             status, body, content_type = 400, b'{"error": "bad request"}', "application/json"
         head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\nContent-Type: {content_type}\r\n"
@@ -42,7 +46,7 @@ async def worker_probe(host: str, port: int, *, seconds_since_poll: Callable[[],
 
 
 def _respond(method: str, path: str, seconds_since_poll: Callable[[], float], stale_after: float,
-             metrics: Callable[[], tuple[bytes, str]]) -> tuple[int, bytes, str]:
+             metrics: Callable[[], tuple[bytes, str]], checks: Mapping[str, Callable[[], str]]) -> tuple[int, bytes, str]:
     if method != "GET":
         return 405, b'{"error": "method not allowed"}', "application/json"
     if path == "/healthz":
@@ -50,6 +54,11 @@ def _respond(method: str, path: str, seconds_since_poll: Callable[[], float], st
         healthy = age <= stale_after
         body = json.dumps({"status": "ok" if healthy else "stuck", "seconds_since_poll": round(age, 1)})
         return (200 if healthy else 503), body.encode(), "application/json"
+    if path == "/readyz":
+        results = {name: check() for name, check in checks.items()}
+        ready = all(counts_as_ready(result) for result in results.values())
+        body = json.dumps({"status": "ready" if ready else "not ready", "checks": results})
+        return (200 if ready else 503), body.encode(), "application/json"
     if path == "/metrics":
         body, content_type = metrics()
         return 200, body, content_type

@@ -66,12 +66,13 @@ class HttpWiring(QueueWiring, ProviderWiring):
 
     # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
     # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
-    # and the start-up checks that failed (`not_ready`); see http/app.py's create_app.
+    # and its own readiness checks (`process_checks`); see http/app.py's create_app.
     api = providers.Factory(
         create_api, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
         intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
         batches=batches, batch_replies=batch_replies, budgets=budgets, batch_estimator=batch_estimator,
         human_answers=human_answers,
+        cached_answers=store,
         known=store,
         web_sessions=web_sessions,
     )

@@ -63,6 +63,13 @@ class AnswerStore(Protocol):
         searched at or after `since`), the most recently searched one; None when there is none."""
 
 
+class ForgetsAnswers(Protocol):
+    async def forget_answers(self, classifier: str, domains: Collection[str] | None, *, only_precheck: bool) -> int:
+        """Delete `classifier`'s cached answers for `domains` (None: all of them), only the
+        pre-check's outcomes when `only_precheck`; how many were deleted. The next job asks
+        again. People's corrections (human answers) are kept elsewhere and stay."""
+
+
 class AnswerHistory(Protocol):
     async def token_history(self, classifier: str) -> TokenHistory:
         """How many stored LLM answers of `classifier` report both token counts, and their averages."""

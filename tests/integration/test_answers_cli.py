@@ -102,3 +102,39 @@ def test_every_answers_action_has_help() -> None:
         shown = subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", "answers", action, "--help"],
                                capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0 and "usage: firmsift answers " + action in shown.stdout
+
+
+def test_forget_removes_cached_answers_by_domain_or_all_and_says_how_many(tmp_path: Path) -> None:
+    import anyio
+
+    from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, ResultStatus, Source
+    from firmsift.domain.clock import utc_now
+
+    assert firmsift(tmp_path, "db", "upgrade").returncode == 0
+    container = Container(settings=Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    store, now = container.store(), utc_now()
+
+    async def answer_all() -> None:
+        await store.create_job(Job(id="j1", classifier="cpg", status=JobStatus.PENDING, created_at=now,
+                                   domains=("a.com", "gone.com", "c.com")))
+        for domain, source in (("a.com", Source.LLM), ("gone.com", Source.PRECHECK), ("c.com", Source.LLM)):
+            given = Answer(domain=domain, classifier="cpg", status=ResultStatus.DONE, answered_at=now, source=source,
+                           answer=None if source is Source.PRECHECK else True, reason="r",
+                           site_status="no_dns" if source is Source.PRECHECK else None)
+            await store.save_result("j1", DomainResult.from_answer(given, source), given)
+
+    anyio.run(answer_all)
+    container.shutdown_resources()
+    precheck = firmsift(tmp_path, "forget", "--all", "--precheck-only")
+    assert (precheck.returncode, precheck.stdout) == (
+        0, "forgot 1 pre-check outcome(s); the next job about those domains asks again\n")
+    one = firmsift(tmp_path, "forget", "--domain", "https://www.A.com/")
+    assert one.stdout.startswith("forgot 1 cached answer(s)")
+    rest = firmsift(tmp_path, "forget", "--all")
+    assert rest.stdout.startswith("forgot 1 cached answer(s)")
+    missing = firmsift(tmp_path, "forget", "--batch", "0f8c2a7e-8f9b-4f1e-9b1a-2d5b8c7e6a10")
+    assert missing.returncode == 1 and "0f8c2a7e-8f9b-4f1e-9b1a-2d5b8c7e6a10" in missing.stderr
+    bad = firmsift(tmp_path, "forget", "--domain", "bad..name")
+    assert bad.returncode == 1 and "bad..name" in bad.stderr
+    neither = firmsift(tmp_path, "forget")
+    assert neither.returncode == 2 and "one of the arguments --domain --batch --all is required" in neither.stderr

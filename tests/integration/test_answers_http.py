@@ -137,3 +137,54 @@ def test_a_csv_export_checks_its_query_too_and_starts_after_the_cursor(served) -
     assert client.get("/answers?format=csv&limit=1.5", headers=headers).json()["error"]["code"] == "bad_limit"
     exported = client.get("/answers?format=csv&after=cpg/d0.com", headers=headers).text
     assert [row["domain"] for row in csv.DictReader(io.StringIO(exported))] == ["d1.com", "d2.com"]
+
+
+def _answered(container: Container, client: TestClient, headers: dict[str, str], domains: list[str]) -> None:
+    accepted = client.post("/domains/classify", json={"domains": domains}, headers=headers).json()
+    anyio.run(lambda: process_job(accepted["job_id"], container.job_dependencies()))
+
+
+def _cached(container: Container, *domains: str) -> set[str]:
+    return set(anyio.run(lambda: container.store().get_answers(list(domains), "cpg")))
+
+
+def test_forgotten_answers_are_asked_again_by_domain_batch_or_classifier(served) -> None:  # noqa: ANN001
+    container, client, auth, _key_id = served
+    headers = {"Authorization": auth}
+    _answered(container, client, headers, ["a.com", "b.com", "c.com"])
+    assert _cached(container, "a.com", "b.com", "c.com") == {"a.com", "b.com", "c.com"}
+
+    one = client.post("/answers/forget", json={"domains": ["https://WWW.A.com/"]}, headers=headers)
+    assert (one.status_code, one.json()) == (200, {"forgotten": 1})
+    assert _cached(container, "a.com", "b.com") == {"b.com"}
+    only_precheck = client.post("/answers/forget", json={"domains": ["b.com"], "only": "precheck"}, headers=headers)
+    assert only_precheck.json() == {"forgotten": 0}  # b.com's answer is the LLM's
+
+    batch = client.post("/batches", json={"classifier": "cpg", "domains": ["b.com", "x.com"]}, headers=headers).json()
+    by_batch = client.post("/answers/forget", json={"batch_id": batch["batch_id"]}, headers=headers)
+    assert by_batch.json() == {"forgotten": 1} and _cached(container, "b.com", "c.com") == {"c.com"}
+    everything = client.post("/answers/forget", json={"classifier": "cpg", "all": True}, headers=headers)
+    assert everything.json() == {"forgotten": 1} and _cached(container, "c.com") == set()
+
+    _answered(container, client, headers, ["a.com"])
+    assert len(container.llm().history) == 4  # a.com asked again: three answers, then this one
+
+
+@pytest.mark.parametrize(("body", "status", "code"), [
+    ({}, 422, "invalid_request"),
+    ({"domains": ["a.com"], "all": True}, 422, "invalid_request"),
+    ({"domains": []}, 422, "invalid_request"),
+    ({"domains": ["bad..name"]}, 422, "invalid_domains"),
+    ({"all": True, "classifier": "nope"}, 422, "unknown_classifier"),
+    ({"all": "yes"}, 422, "invalid_request"),
+    ({"all": True, "only": "llm"}, 422, "invalid_request"),
+    ({"batch_id": "0f8c2a7e-8f9b-4f1e-9b1a-2d5b8c7e6a10"}, 404, "batch_not_found"),
+])
+def test_forget_refuses_what_it_cannot_do_and_forgets_nothing(served, body: dict, status: int, code: str) -> None:  # noqa: ANN001
+    container, client, auth, _key_id = served
+    headers = {"Authorization": auth}
+    _answered(container, client, headers, ["a.com"])
+    refused = client.post("/answers/forget", json=body, headers=headers)
+    assert refused.status_code == status, refused.text
+    assert refused.json()["error"]["code"] == code
+    assert _cached(container, "a.com") == {"a.com"}

@@ -69,12 +69,13 @@ def excluded_checks(case: schemathesis.Case) -> list:
     # lists the offending domains is the documented answer. Likewise a CSV upload is a string to a
     # schema, which cannot say that it must parse as CSV and hold the column named by ?column=
     # (needed for CSV only). A human answer's domain is such a string too, and undoing where there is
-    # no human answer is the documented 404. Every other check runs.
+    # no human answer is the documented 404; so is a domain to forget, and a batch id to forget that
+    # is no batch of the caller's. Every other check runs.
     # DELETE /batches/{id} cancels a batch, it does not remove it: the batch stays readable as
     # CANCELLED with its results so far (README "Batches"), so "deleted resource still available"
     # is the documented behaviour for the batch's reads.
     refused_by_rules = ("POST /domains/classify", "POST /batches", "PUT /answers/{classifier}/{domain}",
-                        "DELETE /answers/{classifier}/{domain}")
+                        "DELETE /answers/{classifier}/{domain}", "POST /answers/forget")
     kept_after_cancel = ("GET /batches/{batch_id}", "GET /batches/{batch_id}/results")
     excluded = [checks.positive_data_acceptance] if case.operation.label in refused_by_rules else []
     return excluded + ([checks.use_after_free] if case.operation.label in kept_after_cancel else [])

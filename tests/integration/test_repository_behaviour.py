@@ -102,6 +102,24 @@ async def test_results_and_answers_round_trip(store) -> None:
     assert (await store.get_answers(["a.com"], "other")) == {}
 
 
+async def test_forgotten_answers_are_gone_by_domain_by_source_and_by_classifier(store) -> None:
+    precheck = dict(source=Source.PRECHECK, answer=None, confidence=None, site_status="no_dns", evidence=(),
+                    prompt_version=None)
+    domains = [f"d{n}.com" for n in range(2500)]  # more than one slice of the SQL adapter's IN lists
+    await store.create_job(job("j1", *domains, "llm.com", "gone.com"))
+    stored = [answer(d, **precheck) for d in domains] + [answer("llm.com"), answer("gone.com", **precheck),
+                                                          answer("llm.com", classifier="other")]
+    for given in stored:
+        await store.save_result("j1", DomainResult.from_answer(given, given.source), given)
+    assert await store.forget_answers("cpg", ["nobody.com"], only_precheck=False) == 0
+    assert await store.forget_answers("cpg", ["gone.com", "llm.com"], only_precheck=True) == 1
+    assert set(await store.get_answers(["gone.com", "llm.com"], "cpg")) == {"llm.com"}
+    assert await store.forget_answers("cpg", domains, only_precheck=False) == 2500
+    assert await store.forget_answers("cpg", None, only_precheck=False) == 1  # llm.com
+    assert await store.get_answers(["llm.com"], "cpg") == {}
+    assert set(await store.get_answers(["llm.com"], "other")) == {"llm.com"}  # another classifier's stays
+
+
 @pytest.mark.parametrize("status", [*QuoteStatus, None])
 async def test_every_quote_status_round_trips(store, status: QuoteStatus | None) -> None:
     await store.create_job(job())

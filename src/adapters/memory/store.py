@@ -108,6 +108,14 @@ class InMemoryStore:
         return LatencyHistory(len(timed), sum(a.llm_seconds or 0.0 for a in timed) / len(timed),
                               sum(a.evidence_seconds or 0.0 for a in timed) / len(timed))
 
+    async def forget_answers(self, classifier: str, domains: Collection[str] | None, *, only_precheck: bool) -> int:
+        wanted = None if domains is None else set(domains)
+        gone = [key for key, answer in self.answers.items() if key[1] == classifier
+                and (wanted is None or key[0] in wanted) and (not only_precheck or answer.source is Source.PRECHECK)]
+        for key in gone:
+            del self.answers[key]
+        return len(gone)
+
     async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
         lenders = [answer for (stored_domain, _), answer in self.answers.items()
                    if stored_domain == domain and may_lend_evidence(answer, to=classifier, since=since)]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Connection, Engine, TextClause, func, select, text, update
+from sqlalchemy import Connection, Engine, TextClause, delete, func, select, text, update
 from sqlalchemy.exc import DataError
 
 from firmsift.adapters.sql.bulk_insert import insert_rows
@@ -211,6 +211,21 @@ class SqlStore:
             return {row["domain"]: stored_answer(row) for row in rows}
 
         return await self._run(work) if wanted else {}
+
+    async def forget_answers(self, classifier: str, domains: Collection[str] | None, *, only_precheck: bool) -> int:
+        where = [answers.c.classifier == classifier]
+        if only_precheck:
+            where.append(answers.c.source == Source.PRECHECK.value)
+        if domains is None:
+            return await self._run(lambda conn: conn.execute(delete(answers).where(*where)).rowcount)
+        wanted = list(domains)
+
+        def work(conn: Connection) -> int:
+            # In slices: SQLite caps a statement's parameters (32,766), and a batch has up to 100,000 domains.
+            return sum(conn.execute(delete(answers).where(*where, answers.c.domain.in_(wanted[start:start + 1000])))
+                       .rowcount for start in range(0, len(wanted), 1000))
+
+        return await self._run(work) if wanted else 0
 
     async def recent_evidence(self, domain: str, classifier: str, since: datetime) -> Answer | None:
         # evidence_use.may_lend_evidence as SQL, on the answers primary key's leading column (domain).

@@ -1,6 +1,6 @@
-"""The human-answer routes: PUT a correction of (classifier, domain), DELETE to undo the latest
-one, GET /answers to list or export them. Human answers are shared by every key, as answers are:
-each records the id of the key that set it."""
+"""The answer routes: PUT a correction of (classifier, domain), DELETE to undo the latest one, GET
+/answers to list or export them, POST /answers/forget to forget cached answers. Answers are
+shared by every key: each human answer records the id of the key that set it."""
 
 from __future__ import annotations
 
@@ -16,20 +16,36 @@ from firmsift.domain.human_answer_documents import csv_header, csv_line, human_a
 from firmsift.domain.human_answers import HumanAnswer
 from firmsift.domain.model import Classifier, Source
 from firmsift.entrypoints.http.auth import Gate
-from firmsift.entrypoints.http.contract.requests import HumanAnswerRequest
+from firmsift.entrypoints.http.contract.requests import ForgetRequest, HumanAnswerRequest
 from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.http.json_body import read_json_body
+from firmsift.ports.batches import BatchStore
 from firmsift.ports.human_answers import HumanAnswerStore
+from firmsift.ports.repository import ForgetsAnswers
+from firmsift.services.batches import find_batch
+from firmsift.services.forget import ForgetAnswers, forget_answers
 from firmsift.services.human_answers import all_human_answers, correct_answer, known_classifier, undo_correction
 
 FORMATS = {"json": "application/json", "csv": "text/csv; charset=utf-8"}
 DEFAULT_PAGE, MAX_PAGE = 100, 1000
 
 
-def answer_routes(*, catalog: Mapping[str, Classifier], gate: Gate, store: HumanAnswerStore, max_body_bytes: int,
+def answer_routes(*, catalog: Mapping[str, Classifier], gate: Gate, store: HumanAnswerStore, cached: ForgetsAnswers,
+                  batches: BatchStore, max_body_bytes: int,
                   deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[Route]:
     """The routes, on the app's gate (keys, rate limits) and backend deadline."""
+
+    async def forget(request: Request) -> JSONResponse:
+        caller = await gate.caller(request.headers, request.client.host if request.client else "")
+        body = validated(ForgetRequest, await read_json_body(request, max_body_bytes))
+        async with deadline():
+            batch = await find_batch(body.batch_id, caller.owner, batches) if body.batch_id is not None else None
+            forgotten = await forget_answers(
+                ForgetAnswers(body.classifier, domains=tuple(body.domains) if body.domains is not None else None, batch=batch,
+                              everything=body.all, only_precheck=body.only == "precheck"),
+                catalog=catalog, answers=cached, batches=batches)
+        return JSONResponse({"forgotten": forgotten})
 
     async def put_or_delete(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers, request.client.host if request.client else "")
@@ -67,6 +83,7 @@ def answer_routes(*, catalog: Mapping[str, Classifier], gate: Gate, store: Human
 
     return [
         Route("/answers", listing, methods=["GET"]),
+        Route("/answers/forget", forget, methods=["POST"]),
         Route("/answers/{classifier}/{domain}", put_or_delete, methods=["PUT", "DELETE"]),
     ]
 

@@ -1,5 +1,5 @@
-"""The human-answer routes' part of the OpenAPI document: PUT and DELETE /answers/{classifier}/{domain}
-(correct, undo) and GET /answers (list, export)."""
+"""The answer routes' part of the OpenAPI document: PUT and DELETE /answers/{classifier}/{domain}
+(correct, undo), GET /answers (list, export) and POST /answers/forget (forget cached answers)."""
 
 from __future__ import annotations
 
@@ -67,4 +67,22 @@ def answer_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, An
             "400": error("a bad query value (bad_source, bad_format, bad_limit, bad_cursor)"),
             "422": error("unknown_classifier"), **common},
     }
-    return {"/answers": {"get": listing}, "/answers/{classifier}/{domain}": {"put": put, "delete": delete}}
+    forget = {
+        "summary": "Forget cached answers, so the next job asks again", "operationId": "forgetAnswers", **security,
+        "description": ("For some domains, for every domain of one of your batches, or for all of a classifier's "
+                        "cached answers; every cached answer or, with only=precheck, only the pre-check's outcomes "
+                        "(no_dns, unreachable, parked). Human answers are kept. Shared by every API key, as "
+                        "answers are. `firmsift forget` does the same from the command line."),
+        "requestBody": {"required": True, "content": {JSON: {"schema": _ref("ForgetRequest"), "examples": {
+            "domains": {"value": {"classifier": "cpg", "domains": ["unilever.com"]}},
+            "batch": {"value": {"batch_id": "0f8c2a7e-8f9b-4f1e-9b1a-2d5b8c7e6a10", "only": "precheck"}}}}}},
+        "responses": {"200": {"description": "forgotten", "content": {JSON: {"schema": _ref("AnswersForgotten")}}},
+                      "400": error("body is not valid JSON (malformed_json)"),
+                      "404": error("no such batch of yours (batch_not_found)"),
+                      "413": error(f"body over {max_body_bytes} bytes (body_too_large)"),
+                      "415": error("Content-Type is not JSON (unsupported_media_type)"),
+                      "422": error("invalid input: invalid_request (not exactly one of domains, batch_id, all), "
+                                   "invalid_domains, unknown_classifier"), **common},
+    }
+    return {"/answers": {"get": listing}, "/answers/forget": {"post": forget},
+            "/answers/{classifier}/{domain}": {"put": put, "delete": delete}}

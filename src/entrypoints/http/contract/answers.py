@@ -1,4 +1,5 @@
-"""The human-answer bodies: PUT /answers/{classifier}/{domain} (set), its DELETE (undo) and GET /answers (a page)."""
+"""The answer bodies: PUT /answers/{classifier}/{domain} (set a human answer), its DELETE (undo), GET
+/answers (a page) and POST /answers/forget (cached answers forgotten)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ class HumanAnswerPage(Body):
     next: str | None = Field(description="pass as ?after= for the next page; null on the last")
 
 
+
+
+class AnswersForgotten(Body):
+    """How many cached answers were forgotten; the next job about those domains asks again."""
+
+    forgotten: int = Field(ge=0)

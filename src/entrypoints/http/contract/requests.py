@@ -1,10 +1,11 @@
-"""The request bodies: POST /domains/classify, POST /batches (a JSON list) and PUT /answers/{classifier}/{domain}."""
+"""The request bodies: POST /domains/classify, POST /batches (a JSON list), PUT /answers/{classifier}/{domain}
+and POST /answers/forget."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictStr, WithJsonSchema
+from pydantic import ConfigDict, Field, StrictBool, StrictStr, WithJsonSchema
 
 from firmsift.domain.economy import BatchMode
 from firmsift.domain.human_answers import MAX_NOTE_CHARS
@@ -61,3 +62,25 @@ class HumanAnswerRequest(Body):
     # Stated, and checked by domain/human_answers.py after trimming (listing the domain's problem too).
     note: StrictStr = Field(json_schema_extra={"minLength": 1, "maxLength": MAX_NOTE_CHARS, "pattern": r"\S",
                                                "description": "why the answer is corrected (trimmed)"})
+
+
+class ForgetRequest(Body):
+    """POST /answers/forget: which cached answers to forget (exactly one of domains, batch_id, all)."""
+
+    model_config = ConfigDict(**Body.model_config, json_schema_extra={"oneOf": [
+        {"required": ["domains"]}, {"required": ["batch_id"]},
+        {"required": ["all"], "properties": {"all": {"const": True}}}]})
+
+    reasons: ClassVar[dict[str, str]] = {"domains": "must be a list of domain names",
+                                         "batch_id": "must be a batch id", "all": "must be true or false",
+                                         "only": "must be one of all, precheck"}
+
+    classifier: ClassifierName = Field("cpg", description="whose answers; with batch_id, the batch's own")
+    # Left out, not null: an explicit null is refused (the schema's oneOf counts a key that is there).
+    domains: list[DomainEntry] = optional(
+        "forget these domains' answers (normalized; each invalid one is listed in a 422 invalid_domains error)",
+        min_length=1, max_length=1000)
+    batch_id: StrictStr = optional("forget the answers of every domain of this batch (one of yours)")
+    all: StrictBool = Field(False, description="forget every cached answer of the classifier")
+    only: Literal["all", "precheck"] = Field(
+        "all", description="precheck: only the pre-check's outcomes (no_dns, unreachable, parked), not the LLM's answers")

@@ -9,19 +9,24 @@ from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
-from firmsift.entrypoints.http.contract.answers import HumanAnswerPage, HumanAnswerSet, HumanAnswerUndone
+from firmsift.entrypoints.http.contract.answers import (
+    AnswersForgotten,
+    HumanAnswerPage,
+    HumanAnswerSet,
+    HumanAnswerUndone,
+)
 from firmsift.entrypoints.http.contract.batches import BatchAccepted, BatchCancelled, BatchProgress
 from firmsift.entrypoints.http.contract.body import CONFIGURED, Body
 from firmsift.entrypoints.http.contract.error_body import Error
 from firmsift.entrypoints.http.contract.estimate import BatchEstimate
 from firmsift.entrypoints.http.contract.jobs import Accepted, Health, Job, Readiness
-from firmsift.entrypoints.http.contract.requests import BatchRequest, HumanAnswerRequest, SubmitRequest
+from firmsift.entrypoints.http.contract.requests import BatchRequest, ForgetRequest, HumanAnswerRequest, SubmitRequest
 
 # Every body the API reads or writes as JSON; the models they hold (Result, JobTotal, ...) come along.
 BODIES: tuple[type[Body], ...] = (
     SubmitRequest, Accepted, Job, Health, Readiness, Error,
     BatchRequest, BatchAccepted, BatchEstimate, BatchProgress, BatchCancelled,
-    HumanAnswerRequest, HumanAnswerSet, HumanAnswerUndone, HumanAnswerPage,
+    HumanAnswerRequest, HumanAnswerSet, HumanAnswerUndone, HumanAnswerPage, ForgetRequest, AnswersForgotten,
 )
 REF_TEMPLATE = "#/components/schemas/{model}"
 

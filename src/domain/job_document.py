@@ -33,6 +33,11 @@ def reply_dedup_id(job_id: str, body: str) -> str:
     return f"{job_id}:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
 
+def warned(document: dict[str, Any], warning: str | None) -> dict[str, Any]:
+    """`document` with a `warning` (why it may not progress, and the fix) when there is one."""
+    return {**document, "warning": warning} if warning else document
+
+
 def accepted_document(job: Job) -> dict[str, Any]:
     """The 202 body of a submitted job."""
     return {"job_id": job.id, "status": job.status.value, "classifier": job.classifier, "domains": list(job.domains)}

@@ -74,7 +74,15 @@ def _migrate(container: Container) -> None:
             return
         log.warning("the schema upgrade in a child process failed (exit %s); upgrading in this process",
                     child.exitcode)
-    container.migrate()
+    upgrade_and_say(container)
+
+
+def upgrade_and_say(container: Container) -> None:
+    """Bring the schema up to date; one INFO line says what that did, when it did anything."""
+    applied = container.migrate()
+    if applied:
+        log.info(f"database schema upgraded to revision {applied[-1].version:04d} ({applied[-1].name}): "
+                 f"{len(applied)} revision(s) applied")
 
 
 def _upgrade_in_child(container: Container) -> None:
@@ -83,7 +91,7 @@ def _upgrade_in_child(container: Container) -> None:
     a traceback, and the parent upgrades itself (reporting or waiting out the error as before)."""
     container.engine().dispose(close=False)
     try:
-        container.migrate()
+        upgrade_and_say(container)
     except Exception as error:  # noqa: BLE001 - any failure: the parent's own attempt reports it
         log.warning("schema upgrade in the child process: %s", _reason(error))
         raise SystemExit(1) from None

@@ -81,5 +81,7 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "uvicorn.access"):
+    # alembic says two lines a start and one per revision applied (25 on a new database, burying the
+    # start-up's own lines): firmsift says one line of what the upgrade did (database_wait.py).
+    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "uvicorn.access", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from firmsift.adapters.files.classifiers import ClassifierFileError
 from firmsift.adapters.files.site_signatures import SignatureFileError
 from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.database_wait import upgrade_and_say
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker.probe import worker_probe
@@ -29,7 +30,7 @@ def start_container(settings: Settings | None = None, *, migrate: bool = True) -
     except (ClassifierFileError, SignatureFileError, InvalidDatabaseUrl) as error:
         raise ConfigurationError(str(error)) from None
     if migrate:
-        container.migrate()
+        upgrade_and_say(container)
     return container
 
 

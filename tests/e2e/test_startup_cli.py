@@ -63,6 +63,23 @@ def test_serve_without_llm_credentials_takes_jobs_but_is_not_ready(tmp_path: Pat
         assert refusal["level"] == "ERROR" and "one of three ways" in refusal["message"]
         job = httpx.get(f"{base}/domains/classify/{accepted.json()['job_id']}", timeout=10).json()
         assert job["status"] == "PENDING"  # waits for a worker that can authenticate; never failed
+        # Said where the user looks, with the fix: the 202s, GET, the web app and the CLI.
+        for document in (accepted.json(), job, httpx.post(f"{base}/batches", json={"domains": ["a.com"]},
+                                                          timeout=10).json()):
+            assert document["warning"].startswith("no worker can run, so jobs wait in the queue: the LLM has no "
+                                                  "credentials"), document
+            assert "FIRMSIFT_LLM_API_KEY" in document["warning"]
+        page = httpx.get(f"{base}/", timeout=10).text
+        assert '<p class="warning" role="alert">no worker can run' in page
+        listed = tmp_path / "list.csv"
+        listed.write_text("Website\nunilever.com\n")
+        cli = firmsift("classify", "--api", base, "--csv", str(listed), "--timeout", "3", "--poll-interval", "0.2")
+        assert cli.returncode == 1
+        assert "firmsift: the API warns: no worker can run" in cli.stderr
+        assert cli.stderr.index("the API warns") < cli.stderr.index("gave up")
+        # The migrations of a new database: one line, not one per revision.
+        assert len(log_entries(serve.log(), "database schema upgraded to revision")) == 1
+        assert not [line for line in serve.log().splitlines() if '"logger": "alembic' in line]
     finally:
         processes.stop_all()
 

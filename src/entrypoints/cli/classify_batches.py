@@ -13,6 +13,7 @@ from firmsift.entrypoints.cli.batch_state import BatchChunk, RunState
 from firmsift.entrypoints.cli.classify_client import TERMINAL, RowWriter, Tally
 from firmsift.entrypoints.cli.classify_report import BatchProgress
 from firmsift.entrypoints.cli.classify_rows import Row
+from firmsift.entrypoints.cli.server_warnings import ServerWarnings
 from firmsift.ports.jobs_api import BatchesApi, BatchRefused, ClientError
 
 ROWS_PER_BATCH = 100_000  # the API's default FIRMSIFT_MAX_DOMAINS_PER_BATCH; halved while it answers 413
@@ -60,12 +61,16 @@ def batch_key(state: RunState, rows: int) -> str:
 
 
 def wait_for_batches(api: BatchesApi, state: RunState, progress: BatchProgress, *, poll_interval: float,
-                     stall_timeout: float) -> None:
-    """Poll the batches until none has a domain pending, showing the progress over all of them."""
+                     stall_timeout: float, warnings: ServerWarnings | None = None) -> None:
+    """Poll the batches until none has a domain pending, showing the progress over all of them and
+    what the API warns of (no worker can run) as soon as it says so."""
     ids = [chunk.batch_id for chunk in state.chunks if chunk.batch_id is not None]
     last_finished, last_change = -1, time.monotonic()
+    warnings = warnings or ServerWarnings()
     while ids:
         documents = [api.batch(batch_id) for batch_id in ids]
+        for document in documents:
+            warnings.see(document)
         total = sum(int(d.get("total") or 0) for d in documents)
         pending = sum(int(d.get("pending") or 0) for d in documents)
         progress.show(total - pending, total)

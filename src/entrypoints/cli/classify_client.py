@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from firmsift.entrypoints.cli.classify_rows import Row
+from firmsift.entrypoints.cli.server_warnings import ServerWarnings
 from firmsift.ports.jobs_api import ClientError, JobsApi
 
 TERMINAL = frozenset({"DONE", "FAILED"})
@@ -65,6 +66,7 @@ class OrderedClassifier:
         self.batch_size, self.jobs_in_flight, self.rows_ahead = batch_size, jobs_in_flight, rows_ahead
         self.poll_interval, self.stall_timeout = poll_interval, stall_timeout
         self.on_row = on_row or (lambda row, tally: None)
+        self.warnings = ServerWarnings()  # what the API warns of (no worker can run), said once
         self.tally = Tally()
         self._window: deque[Row] = deque()
         self._waiting: dict[str, list[Row]] = {}  # domain -> rows waiting for its answer
@@ -128,6 +130,7 @@ class OrderedClassifier:
         arrived = False
         for job_id in list(self._jobs):
             document = self.api.job(job_id)
+            self.warnings.see(document)
             finished = document.get("status") in TERMINAL
             for result in document.get("results") or []:
                 if result.get("status") in TERMINAL or finished:

@@ -51,7 +51,8 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool, list
     checks: dict[str, Callable[[], str]] = {READINESS_CHECK: lambda: NO_CREDENTIALS} if llm_problem else {}
     if with_worker and container.settings().precheck:
         checks["dns"] = container.dns_check  # the embedded worker's pre-check: does it trust negative DNS answers?
-    app = container.api(background=background, host=host, process_checks=checks)  # auth was checked in dispatch
+    app = container.api(background=background, host=host, process_checks=checks,  # auth was checked in dispatch
+                        worker_problem=llm_problem)
     settings = container.settings()
     logging.getLogger(__name__).info(f"the web app: open {web_address(host, port)} in a browser")
     # uvicorn handles SIGTERM/SIGINT: stops accepting, drains requests, then runs the lifespan's exit.

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from firmsift.adapters.decorators.prometheus_metrics import Metrics
 from firmsift.adapters.readiness import IntakeOutcomes
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
-from firmsift.domain.job_document import accepted_document, job_document
+from firmsift.domain.job_document import accepted_document, job_document, warned
 from firmsift.entrypoints.check_results import counts_as_ready
 from firmsift.entrypoints.http.answers import answer_routes
 from firmsift.entrypoints.http.auth import Gate, auth_required
@@ -31,7 +31,7 @@ from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavaila
 from firmsift.entrypoints.http.json_body import read_json_body
 from firmsift.entrypoints.http.openapi import openapi_document
 from firmsift.entrypoints.http.rate_limit import TokenBuckets
-from firmsift.domain.model import Classifier
+from firmsift.domain.model import Classifier, JobStatus
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.routes import web_routes
 from firmsift.entrypoints.web.security import SecurityHeaders
@@ -78,6 +78,7 @@ def create_app(
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = LOOPBACK,
     process_checks: Mapping[str, Callable[[], str]] | None = None,
+    worker_problem: str | None = None,
 ) -> Starlette:
     """The ASGI app, on the parts the container gives it (Container.api builds it). `background`
     runs alongside it (the embedded worker of `firmsift serve`). `host` is the address it will be
@@ -85,7 +86,10 @@ def create_app(
     UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
     `process_checks` are this process's own checks beyond its backends (name: a call giving "ok",
     "degraded: why", which still counts as ready, or what failed), reported by /readyz.
+    `worker_problem` says why no worker can run (`serve` without LLM credentials): every 202, job
+    and batch document and web page then carries it as `warning`, with the fix.
     The web app (entrypoints/web) is served at `/` on the same gate; `known` feeds its review queue."""
+    warning = f"no worker can run, so jobs wait in the queue: {worker_problem}" if worker_problem else None
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
     failures = (TokenBuckets(settings.auth_failures_per_minute, holder="unknown API keys from this address")
@@ -134,7 +138,7 @@ def create_app(
             headers["Idempotent-Replayed"] = "true"
         else:
             metrics.jobs_accepted.inc()
-        return JSONResponse(accepted_document(job), status_code=202, headers=headers)
+        return JSONResponse(warned(accepted_document(job), warning), status_code=202, headers=headers)
 
     @contextlib.asynccontextmanager
     async def backend_deadline() -> AsyncIterator[None]:
@@ -149,7 +153,7 @@ def create_app(
         caller = await gate.caller(request.headers, _address(request))
         async with backend_deadline():
             job = await find_job(request.path_params["job_id"], caller.owner, jobs)
-        return JSONResponse(job_document(job))
+        return JSONResponse(warned(job_document(job), warning if job.status is JobStatus.PENDING else None))
 
     async def openapi(_request: Request) -> JSONResponse:
         return JSONResponse(document)
@@ -182,7 +186,7 @@ def create_app(
     routes = [
         *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                       replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
-                      budgets=budgets, estimator=batch_estimator),
+                      budgets=budgets, estimator=batch_estimator, warning=warning),
         *answer_routes(catalog=catalog, gate=gate, store=human_answers, cached=cached_answers, batches=batches,
                        max_body_bytes=settings.max_body_bytes, deadline=backend_deadline),
         Route("/domains/classify", submit, methods=["POST"]),
@@ -193,7 +197,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         *web_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                     replies=batch_replies, budgets=budgets, estimator=batch_estimator, known=known,
-                    humans=human_answers, sessions=web_sessions, deadline=backend_deadline),
+                    humans=human_answers, sessions=web_sessions, deadline=backend_deadline, warning=warning),
     ]
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,

@@ -17,11 +17,12 @@ from starlette.routing import Route
 
 from firmsift.domain.batch_documents import accepted_batch_document, progress_document
 from firmsift.domain.batch_results import answer_names, csv_header, csv_lines, json_lines
-from firmsift.domain.batches import Batch, InputRow
+from firmsift.domain.batches import Batch, BatchStatus, InputRow
 from firmsift.domain.cell_host import domain_from_cell
 from firmsift.domain.clock import utc_now
 from firmsift.domain.economy import BatchMode
 from firmsift.domain.errors import InvalidRequest, Rejection
+from firmsift.domain.job_document import warned
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Classifier
 from firmsift.domain.normalize import normalize_domain
@@ -43,9 +44,10 @@ FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                  batches: BatchStore, replies: BatchReplies, own_queues: Collection[str],
                  deadline: Callable[[], AbstractAsyncContextManager[None]], budgets: Budgets,
-                 estimator: BatchEstimator) -> list[Route]:
+                 estimator: BatchEstimator, warning: str | None = None) -> list[Route]:
     """The routes, on the app's gate (keys, rate limits), backend deadline and spend limits;
-    `estimator` answers POST /batches?dry_run=true."""
+    `estimator` answers POST /batches?dry_run=true; `warning` (no worker can run) is added to the
+    202 and to a running batch's progress."""
 
     async def caller_of(request: Request) -> Caller:
         return await gate.caller(request.headers, request.client.host if request.client else "")
@@ -102,8 +104,8 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         headers = {"Location": f"/batches/{submission.batch.id}"}
         if submission.replayed:
             headers["Idempotent-Replayed"] = "true"
-        return JSONResponse(accepted_batch_document(submission.batch, submission.rejected), status_code=202,
-                            headers=headers)
+        return JSONResponse(warned(accepted_batch_document(submission.batch, submission.rejected), warning),
+                            status_code=202, headers=headers)
 
     async def owned(request: Request) -> Batch:
         caller = await caller_of(request)
@@ -114,7 +116,8 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         batch = await owned(request)
         async with deadline():
             counts = await batches.counts(batch.id)
-        return JSONResponse(progress_document(batch, counts, utc_now()))
+        document = progress_document(batch, counts, utc_now())
+        return JSONResponse(warned(document, warning if document["status"] == BatchStatus.RUNNING.value else None))
 
     async def results(request: Request) -> Response:
         batch = await owned(request)

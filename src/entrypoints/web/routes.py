@@ -31,8 +31,8 @@ STATIC = Path(__file__).parent / "static"
 def web_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                batches: BatchStore, replies: BatchReplies, budgets: Budgets, estimator: BatchEstimator,
                known: KnownCompanies, humans: HumanAnswerStore, sessions: WebSessions,
-               deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[BaseRoute]:
-    site = Site(gate, sessions)
+               deadline: Callable[[], AbstractAsyncContextManager[None]], warning: str | None = None) -> list[BaseRoute]:
+    site = Site(gate, sessions, warning)
     views = RowViews(catalog, batches, known, humans)
     return [
         *page_routes(site, batches=batches, views=views, deadline=deadline),

@@ -37,11 +37,13 @@ Handler = Callable[[Request, Visitor], Awaitable[Response]]
 
 
 class Site:
-    """The web app's sessions and templates, on the API's gate (which says whether keys are required)."""
+    """The web app's sessions and templates, on the API's gate (which says whether keys are required);
+    `warning` (no worker can run, and the fix) is shown at the top of every page."""
 
-    def __init__(self, gate: Gate, sessions: WebSessions) -> None:
+    def __init__(self, gate: Gate, sessions: WebSessions, warning: str | None = None) -> None:
         self.gate = gate
         self.sessions = sessions
+        self.warning = warning
         self._templates: Environment | None = None
 
     @property
@@ -104,7 +106,8 @@ class Site:
         if notice is not None:
             await self.sessions.leave_notice(session, None)  # shown once
         html = self.templates.get_template(template).render(
-            csrf=session.csrf, signed_in=session.key_id is not None, auth=self.gate.required, notice=notice, **context)
+            csrf=session.csrf, signed_in=session.key_id is not None, auth=self.gate.required, notice=notice,
+            warning=self.warning, **context)
         return self.with_cookie(request, HTMLResponse(html, status_code=status), session)
 
     def with_cookie(self, request: Request, response: Response, session: Session) -> Response:

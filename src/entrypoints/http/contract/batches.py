@@ -11,7 +11,7 @@ from pydantic import Field
 from firmsift.domain.batches import BatchStatus
 from firmsift.domain.economy import BatchMode
 from firmsift.entrypoints.http.contract.body import Body, optional
-from firmsift.entrypoints.http.contract.jobs import JobPause, JobTotal
+from firmsift.entrypoints.http.contract.jobs import WARNING, JobPause, JobTotal
 
 BatchModeName = Literal[tuple(mode.value for mode in BatchMode)]  # type: ignore[valid-type]
 MODE = ("economy: domains that need the LLM are asked through the provider's batch API, at half the price, "
@@ -42,6 +42,7 @@ class BatchAccepted(BatchCounts):
     """The batch accepted (or, for a repeated Idempotency-Key, the batch accepted first)."""
 
     batch_id: UUID
+    warning: str = optional(WARNING)
 
 
 class BatchSpend(JobTotal):
@@ -81,6 +82,7 @@ class BatchProgress(Body):
         "at the rate seen so far; null before the first domain finished and once none is pending"))
     spend: BatchSpend
     paused: BatchPause | None = Field(description="null when no job of the batch waits on a spend limit")
+    warning: str = optional(WARNING + "; only while the batch is RUNNING")
 
 
 class BatchCancelled(BatchProgress):

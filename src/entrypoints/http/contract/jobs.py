@@ -15,6 +15,10 @@ from firmsift.entrypoints.http.contract.results import Result
 JobStatusName = Literal["PENDING", "RUNNING", "DONE", "FAILED"]
 
 
+WARNING = ("why no worker can take the job, and the fix (`firmsift serve` whose LLM has no credentials); "
+           "absent when workers can run")
+
+
 class Accepted(Body):
     """The job accepted (or, for a repeated Idempotency-Key, the job accepted first)."""
 
@@ -22,6 +26,7 @@ class Accepted(Body):
     status: JobStatusName
     classifier: str
     domains: list[str] = Field(description="normalized, duplicates removed")
+    warning: str = optional(WARNING)
 
 
 class JobTotal(Body):
@@ -63,6 +68,7 @@ class Job(Body):
     paused: JobPause | None = Field(description=(
         "null when the job is not paused (cleared as soon as a worker runs it again)"))
     error: str = optional("why the whole job failed")
+    warning: str = optional(WARNING + "; only while the job is PENDING")
 
 
 class Health(Body):

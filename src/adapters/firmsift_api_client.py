@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -19,8 +20,12 @@ class HttpJobsApi:
     `attempts` in all, the first retry after `retry_delay` seconds, each next one after twice as
     long (at most MAX_RETRY_DELAY; longer if the API's Retry-After asks, up to MAX_RETRY_AFTER)."""
 
-    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6, retry_delay: float = 1.0) -> None:
+    def __init__(self, client: httpx.Client, classifier: str, attempts: int = 6, retry_delay: float = 1.0,
+                 on_unreachable: Callable[[str], None] = lambda message: None) -> None:
         self.client, self.classifier, self.attempts, self.retry_delay = client, classifier, attempts, retry_delay
+        # Told once, at the first failed connection, so a wrong or forgotten --api is not half a minute of silence.
+        self.on_unreachable = on_unreachable
+        self._told_unreachable = False
 
     def submit(self, domains: list[str]) -> tuple[str | None, dict[str, str]]:
         """(job id, {domain: reason} of the domains the API refused); the rest are resubmitted."""
@@ -61,7 +66,16 @@ class HttpJobsApi:
             except httpx.TransportError as error:
                 if last:
                     raise ClientError(f"cannot reach the API at {self.client.base_url}: {error}") from None
+                if not self._told_unreachable:
+                    self._told_unreachable = True
+                    total = sum(min(self.retry_delay * 2.0**n, MAX_RETRY_DELAY) for n in range(self.attempts - 1))
+                    self.on_unreachable(f"cannot reach the API at {self.client.base_url} ({error}); trying again for "
+                                        f"up to {total:.0f}s (is `firmsift serve` running there? --api names another)")
             else:
+                if response.status_code == 401:
+                    raise ClientError(f"the API at {self.client.base_url} requires an API key: pass --api-key KEY or "
+                                      "set FIRMSIFT_API_KEY (an operator creates one with `firmsift keys create "
+                                      "--name NAME`)")
                 if response.status_code not in (429, 502, 503, 504) or last:
                     return response
                 wait = max(wait, min(retry_after_seconds(response.headers) or 0.0, MAX_RETRY_AFTER))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -15,14 +15,14 @@ from firmsift.ports.jobs_api import BatchRefused, BatchesMissing, ClientError
 
 
 @contextlib.contextmanager
-def classify_api(base_url: str, classifier: str, *, api_key: str | None,
-                 retry_delay: float = 1.0) -> Iterator[HttpBatchesApi]:
+def classify_api(base_url: str, classifier: str, *, api_key: str | None, retry_delay: float = 1.0,
+                 on_unreachable: Callable[[str], None] = lambda message: None) -> Iterator[HttpBatchesApi]:
     """The API at `base_url`, asked with `classifier` and the caller's key (if any), for the
     length of the block: its jobs and its batches; a failed request is tried again after
-    `retry_delay` seconds, doubling."""
+    `retry_delay` seconds, doubling (`on_unreachable` is told at the first failed connection)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     with httpx.Client(base_url=base_url, timeout=30, headers=headers) as http:
-        yield HttpBatchesApi(http, classifier, retry_delay=retry_delay)
+        yield HttpBatchesApi(http, classifier, retry_delay=retry_delay, on_unreachable=on_unreachable)
 
 
 class HttpBatchesApi(HttpJobsApi):

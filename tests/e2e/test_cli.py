@@ -310,3 +310,38 @@ def test_db_commands_list_apply_undo_and_print_the_schema(tmp_path: Path) -> Non
         assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
         assert unknown.stderr.strip().endswith("(`firmsift db history` lists the revisions)"), unknown.stderr
     assert firmsift("db", "current", env=env).stdout.strip() == newest  # nothing undone
+
+
+def test_classify_says_at_once_when_the_api_is_unreachable_and_ctrl_c_exits_130_saying_how_to_resume() -> None:
+    import signal
+
+    with refusing_port() as closed:
+        run = subprocess.Popen([sys.executable, "-m", "firmsift.entrypoints.cli.main", "classify", "--api",
+                                f"http://127.0.0.1:{closed}", "unilever.com"], cwd=REPO, stderr=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, text=True)
+        try:
+            assert run.stderr is not None
+            first = run.stderr.readline()  # said at the first refused connection, not after ~30 s of retries
+            assert first.startswith(f"firmsift: cannot reach the API at http://127.0.0.1:{closed}"), first
+            assert "trying again for up to 31s" in first and "--api" in first
+            run.send_signal(signal.SIGINT)
+            rest = run.stderr.read()
+            assert run.wait(timeout=60) == 130
+        finally:
+            run.kill()
+    assert rest.strip().splitlines()[-1] == "firmsift: interrupted; run the same command again to resume"
+    assert "Traceback" not in rest
+
+
+def test_classify_against_an_api_that_requires_a_key_names_the_setting(tmp_path: Path) -> None:
+    processes = Processes(tmp_path)
+    try:
+        _api, base = start_api(processes, extra_env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'k.db'}",
+                                                     "FIRMSIFT_AUTH": "required"})
+        result = firmsift("classify", "--api", base, "unilever.com", env={"FIRMSIFT_API_KEY": ""})
+    finally:
+        processes.stop_all()
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"firmsift: the API at {base} requires an API key: pass --api-key KEY or set FIRMSIFT_API_KEY (an "
+        "operator creates one with `firmsift keys create --name NAME`)")

@@ -74,8 +74,9 @@ def run_classify(args: argparse.Namespace) -> int:
     try:
         with contextlib.ExitStack() as stack:
             api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
-            api = stack.enter_context(classify_api(args.api, args.classifier, api_key=api_key,
-                                                   retry_delay=args.retry_delay))
+            api = stack.enter_context(classify_api(
+                args.api, args.classifier, api_key=api_key, retry_delay=args.retry_delay,
+                on_unreachable=lambda message: print(f"firmsift: {message}", file=sys.stderr, flush=True)))
             if args.csv_file is None:
                 tally = _run_jobs(args, api, None, ["domain"], _argument_rows(args), part, "argument", progress)
             else:

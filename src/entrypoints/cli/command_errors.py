@@ -5,6 +5,7 @@ from __future__ import annotations
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 EXIT_UNANSWERED = 3  # `classify`: it finished, but some rows were rejected or failed
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it
 
 
 class CommandError(RuntimeError):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from firmsift.domain.errors import FirmsiftError
-from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_USAGE, CommandError
+from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CommandError
 from firmsift.entrypoints.cli.answer_commands import add_answers_parser
 from firmsift.entrypoints.eval.arguments import add_eval_parser
 from firmsift.entrypoints.cli.key_commands import add_keys_parser
@@ -29,8 +29,8 @@ DESCRIPTION = """\
 firmsift classifies companies by their web domain ("is this a CPG company?").
 Settings come from FIRMSIFT_* environment variables or the TOML file named by
 FIRMSIFT_CONFIG_FILE; see the README for every setting.
-Exit codes: 0 success, 1 failure, 2 usage or configuration error; `classify` also 3: it
-finished, but some rows were rejected or failed."""
+Exit codes: 0 success, 1 failure, 2 usage or configuration error, 130 interrupted (Ctrl-C);
+`classify` also 3: it finished, but some rows were rejected or failed."""
 
 
 def _count(text: str) -> int:
@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "without /batches, go in jobs of --batch-size. From each cell the first host name is taken; "
                     "blank cells and cells without one are written as REJECTED rows. Rejected rows, failed "
                     "domains and a final count go to stderr. Exit codes: 0 every row answered, 3 finished but "
-                    "some rows were rejected or failed, 1 the run could not finish, 2 usage error.")
+                    "some rows were rejected or failed, 1 the run could not finish, 2 usage error, 130 interrupted "
+                    "(Ctrl-C; run the same command again to resume).")
     classify.add_argument("domains", nargs="*", help="domains to classify")
     classify.add_argument("--csv", type=Path, dest="csv_file", help="read the rows of this CSV file")
     classify.add_argument("--column", help="CSV column holding the domains (default: the first column named "
@@ -171,8 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FirmsiftError, CommandError) as error:
         print(f"firmsift: {error}", file=sys.stderr)
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        return EXIT_FAILURE
+    except KeyboardInterrupt:  # Ctrl-C: the shell's convention (128 + SIGINT), and what to do next
+        again = "; run the same command again to resume" if args.command == "classify" else ""
+        print(f"firmsift: interrupted{again}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as error:
         line = startup_error_line(error, database=_database_in_use())
         if line is None:

@@ -345,3 +345,16 @@ def test_classify_against_an_api_that_requires_a_key_names_the_setting(tmp_path:
     assert result.stderr.strip().splitlines()[-1] == (
         f"firmsift: the API at {base} requires an API key: pass --api-key KEY or set FIRMSIFT_API_KEY (an "
         "operator creates one with `firmsift keys create --name NAME`)")
+
+
+def test_a_second_serve_on_a_taken_port_says_so_and_exits_1(tmp_path: Path) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = firmsift("serve", "--port", str(port), env={"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 't.db'}",
+                                                              "FIRMSIFT_LLM_API_KEY": "unused"})
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"firmsift: cannot listen on 127.0.0.1:{port}: the address is in use (another firmsift serve?); choose "
+        "another port with --port, or --port 0 for any free one")

@@ -3,6 +3,7 @@ the connection limits, and `api --workers N` as processes accepting on one socke
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.llm_credentials import NO_CREDENTIALS, READINESS_CHECK, llm_credentials_problem
 from firmsift.entrypoints.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK
+from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
 
 REQUEST_LINE_ROOM = 8192  # the method, URL and version before the headers (as nginx's default buffer)
 FD_RESERVE = 64  # file descriptors kept free of client connections: listener, SQLite files, logs, the worker's clients
@@ -69,12 +70,30 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool, list
                    timeout_graceful_shutdown=settings.shutdown_grace_seconds,
                    h11_max_incomplete_event_size=settings.max_header_bytes + REQUEST_LINE_ROOM)
     if listen_fd is None:
-        uvicorn.run(app, **options)  # type: ignore[arg-type]
+        try:
+            uvicorn.run(app, **options)  # type: ignore[arg-type]
+        except SystemExit as stopped:  # uvicorn's own exit (3) when it could not start: say why, exit 1
+            if stopped.code in (0, None):
+                raise
+            raise CommandError(why_not_listening(host, port)) from None
         return EXIT_OK
     # One of `api --workers N`'s processes: accept on the socket the parent bound.
     server = uvicorn.Server(uvicorn.Config(app, **options))  # type: ignore[arg-type]
     server.run(sockets=[socket.socket(fileno=listen_fd)])
     return EXIT_OK if server.started else EXIT_FAILURE
+
+
+def why_not_listening(host: str, port: int) -> str:
+    """Why the server did not start, as one line: above all, the address taken by another process."""
+    try:
+        with socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET):
+            pass
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            return (f"cannot listen on {host}:{port}: the address is in use (another firmsift serve?); choose "
+                    "another port with --port, or --port 0 for any free one")
+        return f"cannot listen on {host}:{port}: {error.strerror or error}"
+    return "the server did not start; the log above says why"
 
 
 def web_address(host: str, port: int) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import tomllib
 
 from pydantic import ValidationError
 
-from firmsift.entrypoints.settings import ConfigurationError
+from firmsift.entrypoints.settings import CONFIG_FILE_VARIABLE, ConfigurationError, Settings
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
 
 ENV_PREFIX = "FIRMSIFT_"
@@ -22,7 +24,7 @@ def startup_error_line(error: BaseException, database: str | None = None) -> str
         # Our own message, written to be read: a file with several problems lists each on its line.
         return f"invalid configuration: {str(error).strip()}"
     if isinstance(error, tomllib.TOMLDecodeError):
-        return f"invalid configuration: {first_line(str(error))}"
+        return f"invalid configuration: {_config_file()}: {first_line(str(error))}"
     line = _database_error_line(error, database)
     if line is not None:
         return line
@@ -38,12 +40,26 @@ def settings_problems(error: ValidationError) -> str:
     problems = []
     for problem in error.errors():
         message = problem["msg"].removeprefix("Value error, ")
-        if problem["loc"]:
+        if problem["type"] == "extra_forbidden" and problem["loc"]:
+            problems.append(_unknown_key(str(problem["loc"][0])))
+        elif problem["loc"]:
             field = ".".join(str(part) for part in problem["loc"])
             problems.append(f"{ENV_PREFIX}{field.upper()}: {message}")
         else:
             problems.append(message)
     return "; ".join(problems)
+
+
+def _config_file() -> str:
+    return os.environ.get(CONFIG_FILE_VARIABLE) or "the configuration file"
+
+
+def _unknown_key(key: str) -> str:
+    """A key of the configuration file (environment variables are never refused: see
+    unknown_variables.py) that names no setting, with the nearest setting when one is close."""
+    nearest = difflib.get_close_matches(key.lower(), list(Settings.model_fields), n=1, cutoff=0.75)
+    hint = f" (did you mean {nearest[0]}?)" if nearest else " (the README lists the settings)"
+    return f"{key} in {_config_file()} is not a setting{hint}"
 
 
 def first_line(text: str) -> str:

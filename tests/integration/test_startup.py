@@ -198,10 +198,13 @@ def test_settings_errors_are_one_line_naming_each_variable_and_no_value() -> Non
     assert "db-password-3" not in line
 
 
-def test_configuration_file_errors_are_one_line(tmp_path: Path) -> None:
+def test_configuration_file_errors_are_one_line_naming_the_file(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIRMSIFT_CONFIG_FILE", str(tmp_path / "firmsift.toml"))
     with pytest.raises(tomllib.TOMLDecodeError) as raised:
         tomllib.loads("database_url = ")
-    assert startup_error_line(raised.value).startswith("invalid configuration: ")
+    assert startup_error_line(raised.value) == (
+        f"invalid configuration: {tmp_path / 'firmsift.toml'}: Invalid value (at end of document)")
     assert startup_error_line(ConfigurationError("FIRMSIFT_CONFIG_FILE=x: no such file")) == \
         "invalid configuration: FIRMSIFT_CONFIG_FILE=x: no such file"
 
@@ -303,3 +306,15 @@ def test_the_container_imports_the_http_api_only_when_it_is_built() -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "firmsift.entrypoints.http_wiring False"]
+
+
+def test_a_misspelt_key_in_the_configuration_file_names_the_file_and_the_setting_meant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "firmsift.toml"
+    config.write_text('llm_modle = "openai/gpt-5.4-mini"\nfrobnicate = 1\n')
+    monkeypatch.setenv("FIRMSIFT_CONFIG_FILE", str(config))
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    assert startup_error_line(raised.value) == (
+        f"invalid settings: llm_modle in {config} is not a setting (did you mean llm_model?); "
+        f"frobnicate in {config} is not a setting (the README lists the settings)")

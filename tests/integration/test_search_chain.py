@@ -23,7 +23,10 @@ from tests.support.fake_search_server import FakeSearchServer, Reply
 
 pytestmark = pytest.mark.anyio
 
-QUICK = RetryPolicy(attempts=2, base_delay=0.01, jitter="none", deadline=30)
+QUICK = RetryPolicy(attempts=2, base_delay=0.01, jitter="none", deadline=120)
+# No test here is about a slow answer: a call's time limit is far above what a loaded machine takes
+# (at 2 s, beside two CPU-burning loops, a fake server's thread once answered after the client gave up).
+CALL_TIMEOUT = 30.0
 
 
 @pytest.fixture
@@ -42,9 +45,10 @@ async def adapters(server: FakeSearchServer) -> AsyncIterator[dict[str, Search]]
         raise ProviderError(f"test resolver does not know {host}")
 
     made = {
-        "homepage": HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=server.port, timeout=2.0),
-        "searxng": SearxngSearch(server.base_url, timeout=2.0),
-        "tavily": TavilySearch("tvly-key", base_url=server.base_url, timeout=2.0),
+        "homepage": HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=server.port,
+                                   timeout=CALL_TIMEOUT),
+        "searxng": SearxngSearch(server.base_url, timeout=CALL_TIMEOUT),
+        "tavily": TavilySearch("tvly-key", base_url=server.base_url, timeout=CALL_TIMEOUT),
     }
     yield made
     for adapter in made.values():

@@ -16,21 +16,33 @@ from firmsift.entrypoints.progress_rate import rate_and_eta
 
 class ProgressLine:
     """Progress on stderr: rewritten in place on a terminal (at most 5 times a second), one line every
-    `every` seconds otherwise, so a million rows do not make a million lines."""
+    `every` seconds otherwise, so a million rows do not make a million lines. Off a terminal a line
+    is written only once a later row shows the run goes on: the last row's counts are the final
+    count's, said once by `finish`, not also as a progress line just before it."""
 
-    def __init__(self, stream: TextIO | None = None, every: float = 10.0) -> None:
+    def __init__(self, stream: TextIO | None = None, every: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.every = 0.2 if self.tty else every
-        self._last = time.monotonic()
+        self.clock = clock
+        self._last = clock()
         self._shown = False
+        self._held: str | None = None  # off a terminal: the line due, written when another row comes
 
     def __call__(self, row: Row, tally: Tally) -> None:
-        now = time.monotonic()
+        if self._held is not None:
+            self.stream.write(self._held + "\n")
+            self.stream.flush()
+            self._held = None
+        now = self.clock()
         if now - self._last < self.every:
             return
         self._last, self._shown = now, True
-        self.stream.write("\r" + _counts(tally) if self.tty else _counts(tally) + "\n")
+        if not self.tty:
+            self._held = _counts(tally)
+            return
+        self.stream.write("\r" + _counts(tally))
         self.stream.flush()
 
     def finish(self, tally: Tally) -> None:

@@ -210,3 +210,15 @@ def test_waiting_gives_up_when_nothing_finishes_and_names_the_batches() -> None:
     submit_batches(api, rows("a.com", "b.com"), state, lambda s: None)
     with pytest.raises(ClientError, match="nothing finished for 0s; batches still running: b0; run the same command"):
         wait_for_batches(api, state, BatchProgress(io.StringIO()), poll_interval=0.01, stall_timeout=0.05)
+
+
+def test_a_saved_run_of_another_input_is_told_apart_from_none_and_from_this_one(tmp_path) -> None:  # noqa: ANN001
+    from firmsift.entrypoints.cli.batch_state import saved_for_another_run
+
+    path = tmp_path / "out.csv.part.batch.json"
+    assert not saved_for_another_run(path, "this-run")  # nothing saved: nothing to say
+    save_state(path, RunState("this-run", "keys"))
+    assert not saved_for_another_run(path, "this-run") and load_state(path, "this-run") is not None
+    assert saved_for_another_run(path, "edited-input")  # a new run says it does not resume that one
+    path.write_text("{not json")
+    assert not saved_for_another_run(path, "this-run")  # unreadable: not a run at all

@@ -64,6 +64,16 @@ def load_state(path: Path, identity: str) -> RunState | None:
         return None
 
 
+def saved_for_another_run(path: Path, identity: str) -> bool:
+    """Whether `path` holds a saved run of another input or request (the file was edited, or
+    --column, --classifier, --api or --format changed): what a new run should say it replaces."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(saved, dict) and saved.get("identity") != identity
+
+
 def save_state(path: Path, state: RunState) -> None:
     """Written to a temporary file and renamed, so a stop while saving leaves the previous state whole."""
     temporary = path.with_name(path.name + ".tmp")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from firmsift.adapters.firmsift_batches_client import classify_api
-from firmsift.entrypoints.cli.batch_state import RunState, load_state, save_state, state_path
+from firmsift.entrypoints.cli.batch_state import RunState, load_state, save_state, saved_for_another_run, state_path
 from firmsift.entrypoints.cli.classify_batches import submit_batches, wait_for_batches, write_results
 from firmsift.entrypoints.cli.classify_client import OrderedClassifier, Tally
 from firmsift.entrypoints.cli.classify_report import BatchProgress, ProgressLine, RowReporter
@@ -102,6 +102,10 @@ def _run_batches(args: argparse.Namespace, api: BatchesApi, source: CsvInput, pa
                  progress: ProgressLine) -> Tally:
     identity, key_base = source.identities(args)
     saved = None if part is None else load_state(state_path(part), identity)
+    if saved is None and part is not None and saved_for_another_run(state_path(part), identity):
+        print(f"firmsift: {state_path(part)} is a stopped run of another input or request (the file changed, or "
+              "--column, --classifier, --api or --format): starting a new run, not resuming that one",
+              file=sys.stderr)
     state = saved or RunState(identity, key_base)
     save: Callable[[RunState], None] = (lambda s: None) if part is None else (lambda s: save_state(state_path(part), s))
     if saved is not None:

@@ -41,7 +41,9 @@ class SettingsFields(BaseSettings):
     llm_client: Literal["auto", "litellm"] = Field(
         "auto", description="auto: OpenAI's chat completions (OpenAI, openai/<model> servers) over a direct client, "
                             "litellm for other providers; litellm: always litellm")
-    llm_concurrency: int = Field(8, ge=1, le=1024)
+    llm_concurrency: int = Field(8, ge=1, le=1024, description=(
+        "LLM calls one worker makes at once; unset, toward a local server: what it serves at once "
+        "(llama.cpp's total_slots), else 1"))
     llm_input_cost_per_million: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="USD per million prompt tokens (default: litellm's price map)")
     llm_output_cost_per_million: float | None = Field(

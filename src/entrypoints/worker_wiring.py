@@ -4,6 +4,7 @@ and the queue consumer over the process's store, queues, providers and metrics."
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING
 from dependency_injector import providers
 
 from firmsift.adapters.decorators.prometheus_metrics import MeteredQueue, Metrics
+from firmsift.adapters.llm.endpoint import is_local_api_base
+from firmsift.adapters.llm.served_slots import served_slots
 from firmsift.entrypoints.outbound_proxy import outbound_proxy_variable
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.queue_wiring import QueueWiring
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     from firmsift.ports.homepage_look import HomepageLooker
     from firmsift.ports.resolver import Resolver
 
+log = logging.getLogger(__name__)
+
 
 def lease_holder_name() -> str:
     """A worker's name on the answer leases it holds: its host, its process and itself."""
@@ -45,6 +50,22 @@ def worker_precheck(settings: Settings, resolver: Callable[[], Resolver], homepa
     if not settings.precheck:
         return None
     return settings_precheck(settings, resolver(), homepage(), signatures)
+
+
+def llm_concurrency(settings: Settings) -> int:
+    """How many LLM calls one worker makes at once: FIRMSIFT_LLM_CONCURRENCY when set or when the
+    LLM is a provider's; toward a local server, what it serves at once (llama.cpp's total_slots),
+    else 1. A call beyond what the server serves waits in its queue with its time limit running
+    (two lists at once against llama-cpp-python left 21 rows failed, timed out); here it waits
+    in the worker's queue, where none runs."""
+    if "llm_concurrency" in settings.model_fields_set or not is_local_api_base(settings.llm_api_base):
+        return settings.llm_concurrency
+    assert settings.llm_api_base is not None
+    slots = served_slots(settings.llm_api_base)
+    said = (f"it serves {slots} at once (total_slots)" if slots else
+            "it does not say how many it serves at once (no llama.cpp /props): 1")
+    log.info(f"the LLM is a local server: LLM calls at once set to what {said}; FIRMSIFT_LLM_CONCURRENCY sets it")
+    return slots or 1
 
 
 def dns_state(precheck: Precheck | None) -> str:
@@ -88,7 +109,7 @@ class WorkerWiring(QueueWiring, ProviderWiring):
     dns_check = providers.Callable(dns_state, precheck)  # for /readyz: the pre-check's trust in the DNS
     job_dependencies = providers.Factory(
         JobDependencies, jobs=store, answers=store, known=store, search=worker_search, llm=worker_llm, pricing=pricing,
-        catalog=catalog, llm_slots=providers.Factory(asyncio.Semaphore, settings.provided.llm_concurrency),
+        catalog=catalog, llm_slots=providers.Factory(asyncio.Semaphore, providers.Callable(llm_concurrency, settings)),
         domain_concurrency=settings.provided.domain_concurrency, on_result=metrics.provided.count_domain,
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
         lease_holder=providers.Callable(lease_holder_name),

@@ -156,6 +156,7 @@ class FakeLLMServer:
         # told apart from one that sends them in series however loaded the machine is.
         self.most_at_once = 0
         self.answer_together = 0
+        self.total_slots: int | None = None  # set: answers GET /props as llama.cpp's server does
         self._answering = self._arrived = 0
         self._answering_changed = threading.Condition(self._lock)
         self._server = ServerThread(host, port, _handler_for(self), name="fake-llm")
@@ -304,6 +305,15 @@ class FakeLLMServer:
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(NoDelayHandler):
         protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - name fixed by BaseHTTPRequestHandler
+            # llama.cpp's server says how many requests it serves at once at /props (total_slots);
+            # with total_slots unset this server is like llama-cpp-python's, which has no /props.
+            if self.path.split("?")[0] == "/props" and server.total_slots is not None:
+                self._send(200, json.dumps({"total_slots": server.total_slots, "model_alias": "fake",
+                                            "build_info": "fake-llm"}).encode())
+                return
+            self._send(404, _error_body(f"no route for {self.path}", 404))
 
         def do_POST(self) -> None:  # noqa: N802 - name fixed by BaseHTTPRequestHandler
             expected = int(self.headers.get("Content-Length") or 0)

@@ -71,6 +71,10 @@ class Process:
 # process a test starts has the pre-check off unless the test turns it on (with a DNS server of
 # its own: tests/integration/test_precheck_end_to_end.py).
 NO_PRECHECK = {"FIRMSIFT_PRECHECK": "false"}
+# The fake LLM server stands for a provider's API, though it listens on loopback: its calls go
+# at the provider default's concurrency, not one at a time as toward a local server that does not
+# say how many it serves (tests/integration/test_llm_served_slots.py tests that default).
+AS_A_PROVIDER = {"FIRMSIFT_LLM_CONCURRENCY": "8"}
 # A machine's outbound proxy says nothing to processes that talk only to loopback, and changes what
 # the pre-check may conclude: the processes a test starts never see one unless the test sets it.
 
@@ -90,7 +94,7 @@ class Processes:
 
     def start(self, name: str, *argv: str, extra_env: dict[str, str] | None = None) -> Process:
         log_path = self.folder / f"{name}-{len(self.started)}.log"
-        env = {**machine_environment(), **NO_PRECHECK, **self.env, **(extra_env or {})}
+        env = {**machine_environment(), **NO_PRECHECK, **AS_A_PROVIDER, **self.env, **(extra_env or {})}
         with log_path.open("wb") as log:
             popen = subprocess.Popen(list(argv), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         process = Process(name, popen, log_path)
@@ -214,7 +218,7 @@ def worker_probe(worker: Process) -> str:
 def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run one `firmsift` command to completion with these settings on top of the environment."""
     return subprocess.run([sys.executable, "-m", "firmsift.entrypoints.cli.main", *args], capture_output=True,
-                          text=True, env={**machine_environment(), **NO_PRECHECK, **env}, timeout=timeout)
+                          text=True, env={**machine_environment(), **NO_PRECHECK, **AS_A_PROVIDER, **env}, timeout=timeout)
 
 
 def run_group(argv: list[str], timeout: float, **options: object) -> subprocess.CompletedProcess[str]:

@@ -100,6 +100,16 @@ class BatchNotFound(JobNotFound):
         self.job_id = batch_id
 
 
+class BatchCancelledAlready(FirmsiftError):
+    """A cancelled batch's failed rows are not retried: the cancel said to stop."""
+
+    code = "batch_cancelled"
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__(f"batch {batch_id} was cancelled: its failed rows are not retried; submit them as a new "
+                         "batch (the cached answers are reused, nothing answered is paid again)")
+
+
 class BatchKeyTaken(Exception):
     """Raised by a store asked to record a batch whose owner already used its Idempotency-Key;
     carries the earlier batch, and nothing of the new one is written."""

@@ -49,9 +49,9 @@ class HttpWiring(QueueWiring, ProviderWiring):
     api_keys, human_answers, batches, budgets, web_sessions = (
         StorageWiring.api_keys, StorageWiring.human_answers, StorageWiring.batches, StorageWiring.budgets,
         StorageWiring.web_sessions)
-    intake, intake_outcomes, readiness, batch_intake, batch_replies = (
+    intake, intake_outcomes, readiness, batch_intake, batch_replies, work_queue = (
         QueueWiring.intake, QueueWiring.intake_outcomes, QueueWiring.readiness, QueueWiring.batch_intake,
-        QueueWiring.batch_replies)
+        QueueWiring.batch_replies, QueueWiring.work_queue)
     estimate_pricing, estimate_batch_pricing = ProviderWiring.estimate_pricing, ProviderWiring.estimate_batch_pricing
 
     # POST /batches?dry_run=true: the price map file is read on the first dry run with LLM
@@ -73,6 +73,7 @@ class HttpWiring(QueueWiring, ProviderWiring):
         batches=batches, batch_replies=batch_replies, budgets=budgets, batch_estimator=batch_estimator,
         human_answers=human_answers,
         cached_answers=store,
+        work_queue=work_queue,
         known=store,
         web_sessions=web_sessions,
     )

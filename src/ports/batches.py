@@ -40,6 +40,15 @@ class BatchStore(Protocol):
         a question it waited for that no other job waits for and that has not gone out is
         forgotten, never paid for. Returns how many jobs were cancelled."""
 
+    async def reopen_failed(self, batch_id: str) -> list[str]:
+        """Make the batch's failed domains pending again, and their jobs (finished, not cancelled)
+        PENDING, the batch's reply unsent; the jobs reopened, to queue again. Answered domains stay
+        answered; cancelled and running jobs are left as they are."""
+
+    async def fail_unqueued(self, job_ids: list[str], error: str) -> None:
+        """The reopened jobs whose messages could not be sent: FAILED again with `error`, so a
+        later retry finds them."""
+
     async def batch_of_job(self, job_id: str) -> Batch | None:
         """The batch a job was created for, or None for a job of POST /domains/classify."""
 

@@ -10,7 +10,7 @@ from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.batch_results import RowResult, shown_result
 from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
 from firmsift.domain.budgets import BatchPause
-from firmsift.domain.model import Job, JobStatus
+from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
 from firmsift.domain.spend import total_spend
 
 
@@ -86,6 +86,25 @@ class InMemoryBatches:
         for withdraw in self.withdrawals:
             cancelled += await withdraw(job_ids)
         return cancelled
+
+    async def reopen_failed(self, batch_id: str) -> list[str]:
+        reopened = []
+        for job in self._jobs(batch_id):
+            failed_domain = any(result.status is ResultStatus.FAILED for result in job.results)
+            failed_whole = job.status is JobStatus.FAILED and job.error != BATCH_CANCELLED
+            if job.status.finished and (failed_domain or failed_whole):
+                self.store.jobs[job.id] = replace(
+                    job, status=JobStatus.PENDING, error=None, reply_sent=False, reply_error=None, pause=None,
+                    results=tuple(DomainResult(domain=r.domain) if r.status is ResultStatus.FAILED else r
+                                  for r in job.results))
+                reopened.append(job.id)
+        if reopened:
+            self.batches[batch_id] = replace(self.batches[batch_id], reply_sent=False)
+        return sorted(reopened)
+
+    async def fail_unqueued(self, job_ids: list[str], error: str) -> None:
+        for job_id in job_ids:
+            await self.store.set_job_status(job_id, JobStatus.FAILED, error, only_from=(JobStatus.PENDING,))
 
     async def batch_of_job(self, job_id: str) -> Batch | None:
         batch_id = self.job_batch.get(job_id)

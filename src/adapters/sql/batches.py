@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, func, select, text, update
+from sqlalchemy import Connection, Engine, Select, delete, func, select, text, update
 
 from firmsift.adapters.sql.bulk_insert import driver_cursor, insert_rows
 from firmsift.adapters.sql.deferred_questions import withdraw_waiting_jobs
@@ -179,6 +179,33 @@ class SqlBatches:
             return unstarted + withdraw_waiting_jobs(conn, batch_job_ids)
 
         return await in_transaction(self.engine, work)
+
+    async def reopen_failed(self, batch_id: str) -> list[str]:
+        def work(conn: Connection) -> list[str]:
+            in_batch = select(batch_jobs.c.job_id).where(batch_jobs.c.batch_id == batch_id)
+            finished = jobs.c.id.in_(in_batch) & jobs.c.status.in_([JobStatus.DONE.value, JobStatus.FAILED.value])
+            with_failed_domain = select(job_domains.c.job_id).where(
+                job_domains.c.job_id.in_(in_batch), job_domains.c.status == ResultStatus.FAILED.value)
+            failed_whole = (jobs.c.status == JobStatus.FAILED.value) & (func.coalesce(jobs.c.error, "") != BATCH_CANCELLED)
+            reopened = list(conn.execute(select(jobs.c.id).where(
+                finished, jobs.c.id.in_(with_failed_domain) | failed_whole).order_by(jobs.c.id)).scalars())
+            if not reopened:
+                return []
+            # A batch job's domain has a job_domains row once it has an answer (migration 0017): a
+            # failed one without its row is pending again; its job is PENDING, its reply unsent.
+            conn.execute(delete(job_domains).where(job_domains.c.job_id.in_(reopened),
+                                                   job_domains.c.status == ResultStatus.FAILED.value))
+            conn.execute(update(jobs).where(jobs.c.id.in_(reopened)).values(
+                status=JobStatus.PENDING.value, error=None, reply_sent=False, reply_error=None, updated_at=time.time()))
+            conn.execute(update(batches).where(batches.c.id == batch_id).values(reply_sent=False))
+            return reopened
+
+        return await in_transaction(self.engine, work)
+
+    async def fail_unqueued(self, job_ids: list[str], error: str) -> None:
+        await in_transaction(self.engine, lambda conn: conn.execute(
+            update(jobs).where(jobs.c.id.in_(job_ids), jobs.c.status == JobStatus.PENDING.value)
+            .values(status=JobStatus.FAILED.value, error=error, updated_at=time.time())))
 
     async def batch_of_job(self, job_id: str) -> Batch | None:
         def work(conn: Connection) -> Batch | None:

@@ -40,6 +40,7 @@ from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.ports.human_answers import HumanAnswerStore
 from firmsift.ports.intake import JobIntake
 from firmsift.ports.keys import ApiKeyStore
+from firmsift.ports.queue import WorkQueue
 from firmsift.ports.repository import ForgetsAnswers, JobRepository, KnownCompanies
 from firmsift.ports.web_sessions import WebSessions
 from firmsift.services.batch_estimate import BatchEstimator
@@ -73,6 +74,7 @@ def create_app(
     batch_estimator: BatchEstimator,
     human_answers: HumanAnswerStore,
     cached_answers: ForgetsAnswers,
+    work_queue: WorkQueue,
     known: KnownCompanies,
     web_sessions: WebSessions,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
@@ -186,7 +188,7 @@ def create_app(
     routes = [
         *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                       replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
-                      budgets=budgets, estimator=batch_estimator, warning=warning),
+                      budgets=budgets, estimator=batch_estimator, queue=work_queue, warning=warning),
         *answer_routes(catalog=catalog, gate=gate, store=human_answers, cached=cached_answers, batches=batches,
                        max_body_bytes=settings.max_body_bytes, deadline=backend_deadline),
         Route("/domains/classify", submit, methods=["POST"]),

@@ -32,8 +32,10 @@ from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.batches import BatchIntake, BatchStore
+from firmsift.ports.queue import WorkQueue
 from firmsift.services.batch_estimate import BatchEstimator
 from firmsift.services.batch_intake import BatchSubmission, SubmitBatch, check_batch_request
+from firmsift.services.batch_retry import retry_failed_rows
 from firmsift.services.batches import BatchReplies, cancel_batch, find_batch, result_pages
 from firmsift.services.budgets import Budgets
 
@@ -44,7 +46,7 @@ FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                  batches: BatchStore, replies: BatchReplies, own_queues: Collection[str],
                  deadline: Callable[[], AbstractAsyncContextManager[None]], budgets: Budgets,
-                 estimator: BatchEstimator, warning: str | None = None) -> list[Route]:
+                 estimator: BatchEstimator, queue: WorkQueue, warning: str | None = None) -> list[Route]:
     """The routes, on the app's gate (keys, rate limits), backend deadline and spend limits;
     `estimator` answers POST /batches?dry_run=true; `warning` (no worker can run) is added to the
     202 and to a running batch's progress."""
@@ -139,6 +141,14 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         assert current is not None
         return JSONResponse({**progress_document(current, counts, utc_now()), "cancelled_jobs": cancelled})
 
+    async def retry(request: Request) -> JSONResponse:
+        batch = await owned(request)
+        async with deadline():
+            retried = await retry_failed_rows(batch, batches, queue)
+            counts = await batches.counts(batch.id)
+        document = progress_document(batch, counts, utc_now())
+        return JSONResponse({**warned(document, warning if retried else None), "retried_jobs": retried})
+
     async def progress_or_cancel(request: Request) -> JSONResponse:
         return await (cancel(request) if request.method == "DELETE" else progress(request))
 
@@ -147,6 +157,7 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         # One route for both methods, so a 405 there names both in its Allow header.
         Route("/batches/{batch_id}", progress_or_cancel, methods=["GET", "DELETE"]),
         Route("/batches/{batch_id}/results", results, methods=["GET"]),
+        Route("/batches/{batch_id}/retry", retry, methods=["POST"]),
     ]
 
 

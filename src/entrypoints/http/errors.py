@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from firmsift.domain.batches import BatchCancelledAlready
 from firmsift.domain.budgets import BudgetExhausted
 from firmsift.domain.errors import (
     FirmsiftError,
@@ -34,6 +35,7 @@ _STATUS: list[tuple[type[FirmsiftError], int]] = [
     (InvalidRequest, 422),
     (UnknownClassifier, 422),
     (JobNotFound, 404),
+    (BatchCancelledAlready, 409),
     (HumanAnswerNotFound, 404),
     (QueueUnavailable, 503),
     (NotAuthenticated, 401),

@@ -93,5 +93,15 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
               "operationId": "cancelBatch", "parameters": [batch_id],
               "responses": {"200": {"description": "the batch after cancelling",
                                     "content": {JSON: {"schema": _ref("BatchCancelled")}}}, **common}}
+    retry = {"summary": "Retry the failed rows: their domains asked again on the cheapest path", **security,
+             "operationId": "retryBatch", "parameters": [batch_id],
+             "description": ("Failed domains (and jobs that failed as a whole, not cancelled ones) go back to the "
+                             "work queue; answered domains are kept, nothing is paid for twice. A batch that was "
+                             "cancelled is refused (409 batch_cancelled)."),
+             "responses": {"200": {"description": "the batch after queueing its failed rows again",
+                                   "content": {JSON: {"schema": _ref("BatchRetried")}}},
+                           "409": error("the batch was cancelled (batch_cancelled)"),
+                           "503": error("the work queue refused the retry (queue_unavailable): retry again"),
+                           **common}}
     return {"/batches": {"post": submit}, "/batches/{batch_id}": {"get": progress, "delete": cancel},
-            "/batches/{batch_id}/results": {"get": results}}
+            "/batches/{batch_id}/results": {"get": results}, "/batches/{batch_id}/retry": {"post": retry}}

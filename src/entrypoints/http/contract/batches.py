@@ -89,3 +89,9 @@ class BatchCancelled(BatchProgress):
     """The batch after cancelling what had not started."""
 
     cancelled_jobs: Count = Field(description="jobs stopped now (not started yet)")
+
+
+class BatchRetried(BatchProgress):
+    """The batch after queueing its failed rows again."""
+
+    retried_jobs: Count = Field(description="jobs queued again (0: nothing had failed)")

@@ -15,7 +15,7 @@ from firmsift.entrypoints.http.contract.answers import (
     HumanAnswerSet,
     HumanAnswerUndone,
 )
-from firmsift.entrypoints.http.contract.batches import BatchAccepted, BatchCancelled, BatchProgress
+from firmsift.entrypoints.http.contract.batches import BatchAccepted, BatchCancelled, BatchProgress, BatchRetried
 from firmsift.entrypoints.http.contract.body import CONFIGURED, Body
 from firmsift.entrypoints.http.contract.error_body import Error
 from firmsift.entrypoints.http.contract.estimate import BatchEstimate
@@ -25,7 +25,7 @@ from firmsift.entrypoints.http.contract.requests import BatchRequest, ForgetRequ
 # Every body the API reads or writes as JSON; the models they hold (Result, JobTotal, ...) come along.
 BODIES: tuple[type[Body], ...] = (
     SubmitRequest, Accepted, Job, Health, Readiness, Error,
-    BatchRequest, BatchAccepted, BatchEstimate, BatchProgress, BatchCancelled,
+    BatchRequest, BatchAccepted, BatchEstimate, BatchProgress, BatchCancelled, BatchRetried,
     HumanAnswerRequest, HumanAnswerSet, HumanAnswerUndone, HumanAnswerPage, ForgetRequest, AnswersForgotten,
 )
 REF_TEMPLATE = "#/components/schemas/{model}"

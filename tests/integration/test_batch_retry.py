@@ -1,0 +1,104 @@
+"""Retrying a batch's failed rows through the API, on the in-memory graph, SQLite and PostgreSQL:
+the failed domains are asked again, answered ones are not (nothing paid twice), a cancelled
+batch is refused, another key's batch is not found."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from dependency_injector import providers
+from starlette.testclient import TestClient
+
+from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
+from firmsift.domain.errors import ProviderError
+from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.settings import Settings
+from firmsift.services.keys import create_key
+from firmsift.services.process import process_job
+from tests.support.postgres import postgres_engine
+
+YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
+DOMAINS = ["good.com", "bad.com", "other.com", "worse.com"]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Container, TestClient, dict, ScriptedLLM]]:
+    """A graph of the backend with keys required, its API, a key's header, and an LLM that fails
+    for bad.com and worse.com (not retryable: they fail at once)."""
+    llm = ScriptedLLM(YES, by_domain={d: ProviderError(f"{d}: the model refused", retryable=False)
+                                      for d in ("bad.com", "worse.com")})
+    options = dict(auth="required", rate_limit_per_minute=0, precheck=False, max_domains_per_job=2)
+
+    def serve(container: Container) -> Iterator[tuple[Container, TestClient, dict, ScriptedLLM]]:
+        container.llm.override(llm)
+        container.searches.override(providers.Object((StaticSearch(),)))
+        key = anyio.run(lambda: create_key("team", [], container.api_keys()))
+        with TestClient(container.api()) as client:
+            yield container, client, {"Authorization": f"Bearer {key.secret}"}, llm
+
+    if request.param == "memory":
+        yield from serve(in_memory_container(Settings(**options)))
+        return
+    if request.param == "postgresql":
+        with postgres_engine() as engine:
+            container = start_container(Settings(database_url=engine.url.render_as_string(hide_password=False),
+                                                 **options))
+            yield from serve(container)
+            container.shutdown_resources()
+        return
+    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'retry.db'}", **options))
+    yield from serve(container)
+    container.shutdown_resources()
+
+
+def work_off(container: Container) -> int:
+    """Every job message on the work queue processed to its end, as a worker does; how many."""
+    async def drain() -> int:
+        queue, done = container.work_queue(), 0
+        while messages := await queue.receive(max_messages=10):
+            for message in messages:
+                await process_job(json.loads(message.body)["job_id"], container.job_dependencies())
+                await queue.delete(message.receipt)
+                done += 1
+        return done
+    return anyio.run(drain)
+
+
+def test_failed_rows_are_asked_again_and_answered_ones_are_not(served) -> None:  # noqa: ANN001
+    container, client, key, llm = served
+    batch = client.post("/batches", json={"domains": DOMAINS}, headers=key).json()["batch_id"]
+    assert work_off(container) == 2  # two jobs of two domains
+    shown = client.get(f"/batches/{batch}", headers=key).json()
+    assert (shown["status"], shown["done"], shown["failed"]) == ("DONE", 2, 2)
+
+    llm.by_domain.clear()  # the model answers again
+    retried = client.post(f"/batches/{batch}/retry", headers=key)
+    assert retried.status_code == 200, retried.text
+    assert (retried.json()["retried_jobs"], retried.json()["status"], retried.json()["pending"]) == (2, "RUNNING", 2)
+    assert work_off(container) == 2
+    shown = client.get(f"/batches/{batch}", headers=key).json()
+    assert (shown["status"], shown["done"], shown["failed"]) == ("DONE", 4, 0)
+    lines = [json.loads(line) for line in client.get(f"/batches/{batch}/results", headers=key).text.splitlines()]
+    assert [(line["classified_domain"], line["status"], line["answer"]) for line in lines] == [
+        (domain, "DONE", True) for domain in DOMAINS]
+    assert {d: llm.calls_about(d) for d in DOMAINS} == {"good.com": 1, "bad.com": 2, "other.com": 1, "worse.com": 2}
+
+    again = client.post(f"/batches/{batch}/retry", headers=key).json()
+    assert again["retried_jobs"] == 0 and work_off(container) == 0  # nothing failed: nothing queued
+
+
+def test_a_cancelled_batch_is_not_retried_and_another_keys_batch_is_not_found(served) -> None:  # noqa: ANN001
+    container, client, key, _llm = served
+    batch = client.post("/batches", json={"domains": DOMAINS}, headers=key).json()["batch_id"]
+    assert client.delete(f"/batches/{batch}", headers=key).json()["cancelled_jobs"] == 2
+    refused = client.post(f"/batches/{batch}/retry", headers=key)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "batch_cancelled"
+    other = anyio.run(lambda: create_key("other", [], container.api_keys()))
+    missing = client.post(f"/batches/{batch}/retry", headers={"Authorization": f"Bearer {other.secret}"})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "batch_not_found"

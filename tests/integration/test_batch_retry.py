@@ -102,3 +102,34 @@ def test_a_cancelled_batch_is_not_retried_and_another_keys_batch_is_not_found(se
     other = anyio.run(lambda: create_key("other", [], container.api_keys()))
     missing = client.post(f"/batches/{batch}/retry", headers={"Authorization": f"Bearer {other.secret}"})
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "batch_not_found"
+
+
+def test_the_command_line_retries_failed_rows_and_cancels(tmp_path: Path) -> None:
+    from tests.support.processes import run_cli
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    llm = ScriptedLLM(YES, by_domain={"bad.com": ProviderError("bad.com: the model refused", retryable=False)})
+    container = start_container(Settings(database_url=url, precheck=False, max_domains_per_job=2))
+    container.llm.override(llm)
+    container.searches.override(providers.Object((StaticSearch(),)))
+    try:
+        with TestClient(container.api()) as client:
+            batch = client.post("/batches", json={"domains": DOMAINS[:2]}).json()["batch_id"]
+            work_off(container)
+            llm.by_domain.clear()
+            retried = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", batch)
+            assert (retried.returncode, retried.stdout) == (
+                0, f"batch {batch}: 1 job(s) with failed rows queued again; answered rows are kept\n")
+            assert work_off(container) == 1
+            assert client.get(f"/batches/{batch}").json()["done"] == 2
+            assert llm.calls_about("good.com") == 1
+
+            later = client.post("/batches", json={"domains": ["late.com"]}).json()["batch_id"]
+            cancelled = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "cancel", later)
+            assert cancelled.stdout == f"batch {later}: 1 job(s) cancelled; work started or finished is kept\n"
+            refused = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", later)
+            assert refused.returncode == 1 and "was cancelled: its failed rows are not retried" in refused.stderr
+            missing = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", "not-a-batch")
+            assert missing.returncode == 1 and "no batch with id 'not-a-batch'" in missing.stderr
+    finally:
+        container.shutdown_resources()

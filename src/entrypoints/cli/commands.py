@@ -22,6 +22,7 @@ from firmsift.entrypoints.cli.db_arguments import NEEDS_NO_DATABASE
 from firmsift.entrypoints.cli.db_commands import run_db, run_db_offline
 from firmsift.entrypoints.cli.key_commands import run_keys
 from firmsift.entrypoints.cli.queue_commands import dead_letters, declared_queues, read_replies
+from firmsift.entrypoints.cli.batch_commands import run_batch
 from firmsift.entrypoints.cli.forget_command import run_forget
 from firmsift.entrypoints.cli.refresh_command import run_refresh
 from firmsift.entrypoints.cli.process_group import ProcessGroup
@@ -101,6 +102,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return run_refresh(container, args)
         if args.command == "forget":
             return run_forget(container, args)
+        if args.command == "batch":
+            return run_batch(container, args)
         if args.command == "db":
             return run_db(container, args)
         raise AssertionError(f"unhandled command {args.command}")

@@ -7,14 +7,12 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from firmsift.domain.batches import BatchNotFound
 from firmsift.domain.errors import FirmsiftError, InvalidRequest
+from firmsift.entrypoints.cli.batch_lookup import operator_batch
 from firmsift.entrypoints.cli.command_errors import EXIT_OK, CommandError
 from firmsift.services.forget import ForgetAnswers, forget_answers
-from firmsift.services.submit import parse_job_id
 
 if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.domain.batches import Batch
     from firmsift.entrypoints.container import Container
 
 
@@ -37,7 +35,7 @@ def add_forget_parser(commands: Any) -> None:
 
 def run_forget(container: Container, args: argparse.Namespace) -> int:
     async def forget() -> int:
-        batch = await _batch(container, args.batch) if args.batch else None
+        batch = await operator_batch(container, args.batch) if args.batch else None
         command = ForgetAnswers(args.classifier, domains=tuple(args.domain) if args.domain else None, batch=batch,
                                 everything=args.all, only_precheck=args.precheck_only)
         return await forget_answers(command, catalog=container.catalog(), answers=container.store(),
@@ -53,13 +51,3 @@ def run_forget(container: Container, args: argparse.Namespace) -> int:
     print(f"forgot {forgotten} {what}; the next job about those domains asks again")
     return EXIT_OK
 
-
-async def _batch(container: Container, batch_id: str) -> Batch:
-    """The batch, whoever owns it: the command line is the operator's."""
-    try:
-        batch = await container.batches().get_batch(parse_job_id(batch_id))
-    except FirmsiftError:
-        batch = None
-    if batch is None:
-        raise BatchNotFound(batch_id)
-    return batch

@@ -1,5 +1,5 @@
 """The `firmsift` command: serve, api, worker, classify, eval, llm check, companies import, answers,
-replies, dlq, keys, refresh, forget, db."""
+replies, dlq, keys, refresh, forget, batch, db."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_INTERRUPT
 from firmsift.entrypoints.cli.answer_commands import add_answers_parser
 from firmsift.entrypoints.eval.arguments import add_eval_parser
 from firmsift.entrypoints.cli.key_commands import add_keys_parser
+from firmsift.entrypoints.cli.batch_commands import add_batch_parser
 from firmsift.entrypoints.cli.forget_command import add_forget_parser
 from firmsift.entrypoints.cli.refresh_command import add_refresh_parser
 from firmsift.entrypoints.cli.llm_check import add_llm_parser
@@ -158,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_parser(commands)
     add_refresh_parser(commands)
     add_forget_parser(commands)
+    add_batch_parser(commands)
 
     add_db_parser(commands)
     return parser

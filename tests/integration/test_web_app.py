@@ -215,3 +215,32 @@ def test_the_form_previews_estimates_and_submits_through_the_batch_services(clie
     refused = client.post("/new/submit?kind=list&classifier=nope", content=b"a.com",
                           headers={**headers, "content-type": "text/plain"})
     assert refused.status_code == 422
+
+
+def test_the_batch_page_cancels_and_retries_with_its_buttons(client: TestClient, container) -> None:
+    import json
+
+    from firmsift.domain.model import JobStatus
+
+    token = sign_in(client, issue(container))
+    batch_id = submit_csv(client, token)
+    page = client.get(f"/batch/{batch_id}").text
+    assert f'action="/batch/{batch_id}/cancel"' in page and "/retry" not in page  # pending, none failed
+    forged = client.post(f"/batch/{batch_id}/cancel", data={"csrf": "forged"}, follow_redirects=False)
+    assert forged.status_code == 403
+
+    # One job fails as a whole (its worker gave up), then the button queues it again.
+    [message] = anyio.run(lambda: container.work_queue().receive(max_messages=10))
+    job_id = json.loads(message.body)["job_id"]
+    anyio.run(lambda: container.store().set_job_status(job_id, JobStatus.FAILED, "gave up"))
+    page = client.get(f"/batch/{batch_id}").text
+    assert "Retry 2 failed rows" in page
+    retried = client.post(f"/batch/{batch_id}/retry", data={"csrf": token}, follow_redirects=True)
+    assert retried.status_code == 200
+    assert '<p class="notice" role="status">Queued 1 job(s) with failed rows again; answered rows are kept.</p>' \
+        in retried.text
+    assert anyio.run(lambda: container.store().get_job(job_id)).status is JobStatus.PENDING  # queued again
+
+    cancelled = client.post(f"/batch/{batch_id}/cancel", data={"csrf": token}, follow_redirects=True)
+    assert "Cancelled 1 job(s) that had not started" in cancelled.text
+    assert "/retry" not in cancelled.text and "/cancel" not in cancelled.text  # a cancelled batch has no buttons

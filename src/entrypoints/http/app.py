@@ -199,7 +199,8 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         *web_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                     replies=batch_replies, budgets=budgets, estimator=batch_estimator, known=known,
-                    humans=human_answers, sessions=web_sessions, deadline=backend_deadline, warning=warning),
+                    humans=human_answers, sessions=web_sessions, deadline=backend_deadline, queue=work_queue,
+                    warning=warning),
     ]
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,

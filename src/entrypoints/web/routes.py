@@ -12,6 +12,7 @@ from starlette.staticfiles import StaticFiles
 from firmsift.domain.model import Classifier
 from firmsift.entrypoints.http.auth import Gate
 from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.web.batch_actions import batch_action_routes
 from firmsift.entrypoints.web.corrections import correction_routes
 from firmsift.entrypoints.web.pages import PAGE_ROWS, page_routes
 from firmsift.entrypoints.web.rows import RowViews
@@ -19,6 +20,7 @@ from firmsift.entrypoints.web.site import Site
 from firmsift.entrypoints.web.submit import submit_routes
 from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.ports.human_answers import HumanAnswerStore
+from firmsift.ports.queue import WorkQueue
 from firmsift.ports.repository import KnownCompanies
 from firmsift.ports.web_sessions import WebSessions
 from firmsift.services.batch_estimate import BatchEstimator
@@ -31,11 +33,13 @@ STATIC = Path(__file__).parent / "static"
 def web_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                batches: BatchStore, replies: BatchReplies, budgets: Budgets, estimator: BatchEstimator,
                known: KnownCompanies, humans: HumanAnswerStore, sessions: WebSessions,
-               deadline: Callable[[], AbstractAsyncContextManager[None]], warning: str | None = None) -> list[BaseRoute]:
+               deadline: Callable[[], AbstractAsyncContextManager[None]], queue: WorkQueue,
+               warning: str | None = None) -> list[BaseRoute]:
     site = Site(gate, sessions, warning)
     views = RowViews(catalog, batches, known, humans)
     return [
         *page_routes(site, batches=batches, views=views, deadline=deadline),
+        *batch_action_routes(site, batches=batches, replies=replies, queue=queue, deadline=deadline),
         *correction_routes(site, catalog=catalog, batches=batches, views=views, humans=humans, page_rows=PAGE_ROWS,
                            deadline=deadline),
         *submit_routes(site, settings=settings, catalog=catalog, intake=intake, batches=batches, replies=replies,

@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from firmsift.ports.jobs_api import ClientError
+from firmsift.ports.jobs_api import BatchRefused, ClientError
 
 
 def estimate_batch(base_url: str, *, classifier: str, column: str, csv_body: bytes, api_key: str | None,
@@ -20,6 +20,8 @@ def estimate_batch(base_url: str, *, classifier: str, column: str, csv_body: byt
                               content=csv_body, headers=headers, timeout=timeout)
     except httpx.TransportError as error:
         raise ClientError(f"cannot reach the API at {base_url}: {error}") from None
+    if response.status_code == 413:
+        raise BatchRefused(f"API refused the estimate as too large: {_message(response)}")
     if response.status_code != 200:
         raise ClientError(f"API refused the estimate ({response.status_code}): {_message(response)}")
     return dict(response.json())

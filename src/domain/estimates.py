@@ -112,16 +112,20 @@ def wall_seconds(to_ask: int, latency: LatencyHistory, pace: WorkerPace) -> floa
     return max(slots, domains, rate)
 
 
+def spelled_duration(seconds: float) -> str:
+    """"2 h 5 min", "3 min 20 s", "41 s": seconds as a person reads them, rounded up."""
+    minutes, secs = divmod(math.ceil(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else (f"{minutes} min {secs} s" if minutes else f"{secs} s")
+
+
 def wall_time_text(seconds: float | None, latency: LatencyHistory) -> str:
     """The wall time for a person, with what it rests on."""
     if seconds is None:
         return "unknown: no LLM answer of this classifier has stored its latency yet"
     if seconds == 0:
         return "none to ask"
-    minutes, secs = divmod(math.ceil(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    spelled = f"{hours} h {minutes} min" if hours else (f"{minutes} min {secs} s" if minutes else f"{secs} s")
-    return (f"about {spelled} for one worker (mean of the latest {latency.answers} answers: LLM "
+    return (f"about {spelled_duration(seconds)} for one worker (mean of the latest {latency.answers} answers: LLM "
             f"{latency.llm_seconds:.2f} s, evidence {latency.evidence_seconds:.2f} s)")
 
 

@@ -289,6 +289,25 @@ def test_classify_estimate_prints_the_dry_run_and_submits_nothing(tmp_path: Path
         assert conn.execute("SELECT count(*) FROM jobs").fetchone() == (0,)
 
 
+def test_classify_estimate_of_a_list_larger_than_a_batch_adds_up_its_parts(tmp_path: Path) -> None:
+    """classify splits such a file into batches by itself: its estimate covers the whole file too."""
+    processes = Processes(tmp_path)
+    try:
+        processes.env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'api.db'}", "FIRMSIFT_LLM_MODEL": "fake-model",
+                         "FIRMSIFT_LLM_INPUT_COST_PER_MILLION": "1.5", "FIRMSIFT_LLM_OUTPUT_COST_PER_MILLION": "2.5",
+                         "FIRMSIFT_MAX_DOMAINS_PER_BATCH": "3"}
+        _api, base = start_api(processes)
+        domains = [f"brand{number}.com" for number in range(10)]
+        result = firmsift("classify", "--estimate", *domains, "--api", base, env=processes.env)
+    finally:
+        processes.stop_all()
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "rows 10: 10 domains, 0 duplicates, 0 rejected"
+    assert lines[2] == "to pre-check 0, to ask the LLM at most 10 (fake-model)"
+    assert lines[4].startswith("cost 0.0") and lines[4].endswith(" USD")
+
+
 def test_db_commands_list_apply_undo_and_print_the_schema(tmp_path: Path) -> None:
     env = {"FIRMSIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'schema.db'}"}
     listed = firmsift("db", "history", env=env)

@@ -1,5 +1,6 @@
 """`firmsift classify --estimate`: what classifying the domains would cost, from the API's dry run
-of the batch (nothing is submitted, no provider is called)."""
+of the batch (nothing is submitted, no provider is called). A list larger than the API takes in
+one batch is estimated in parts, as `classify` submits it, and the parts added up."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import csv
 import io
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from firmsift.adapters.firmsift_estimate_client import estimate_batch
+from firmsift.domain.estimates import spelled_duration
 from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE, CommandError
 from firmsift.entrypoints.cli.csv_files import CsvFileError
 from firmsift.entrypoints.cli.csv_stream import COLUMN_GUESSES, CsvReader, detect_format, find_column
-from firmsift.ports.jobs_api import ClientError
+from firmsift.ports.jobs_api import BatchRefused, ClientError
 
 ARGUMENT_COLUMN = "domain"  # the column domains given as arguments are sent in
 
@@ -24,31 +27,73 @@ def run_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         print("firmsift classify: --estimate needs domains as arguments or --csv FILE (one of them)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        column, body = _csv_body(args)
-        estimate = estimate_batch(args.api, classifier=args.classifier, column=column, csv_body=body,
-                                  api_key=args.api_key or os.environ.get("FIRMSIFT_API_KEY"))
+        column, header, rows = _csv_rows(args)
+        api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
+        parts = estimate_in_parts(lambda body: estimate_batch(args.api, classifier=args.classifier, column=column,
+                                                              csv_body=body, api_key=api_key), header, rows)
     except (ClientError, CsvFileError) as error:
         raise CommandError(str(error)) from None
-    out.write(estimate_text(estimate))
+    out.write(estimate_text(added_up(parts)))
     return EXIT_OK
 
 
-def _csv_body(args: argparse.Namespace) -> tuple[str, bytes]:
-    """(column, body): the input as a UTF-8, comma-separated CSV, read as `classify` reads it (the
-    file's encoding and delimiter, or the arguments as a one-column file), so the API counts the
-    rows a real run sends."""
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\r\n")
+def _csv_rows(args: argparse.Namespace) -> tuple[str, list[str], list[list[str]]]:
+    """(column, header, rows): the input read as `classify` reads it (the file's encoding and
+    delimiter, or the arguments as a one-column file), so the API counts the rows a real run sends."""
     if args.csv_file is None:
-        writer.writerow([ARGUMENT_COLUMN])
-        writer.writerows([value] for value in args.domains)
-        return ARGUMENT_COLUMN, text.getvalue().encode()
+        return ARGUMENT_COLUMN, [ARGUMENT_COLUMN], [[value] for value in args.domains]
     fmt = detect_format(args.csv_file, args.encoding, args.delimiter)
     with CsvReader(args.csv_file, fmt) as reader:
         column = reader.header[find_column(reader.header, args.column, COLUMN_GUESSES)]
-        writer.writerow(reader.header)
-        writer.writerows(cells for _, cells in reader)
-    return column, text.getvalue().encode()
+        return column, list(reader.header), [cells for _, cells in reader]
+
+
+def _csv_body(header: list[str], rows: list[list[str]]) -> bytes:
+    """The rows as a UTF-8, comma-separated CSV under `header`."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\r\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return text.getvalue().encode()
+
+
+def estimate_in_parts(estimate: Callable[[bytes], dict[str, Any]], header: list[str],
+                      rows: list[list[str]]) -> list[dict[str, Any]]:
+    """The dry runs of the rows: all at once, or, when the API refuses that many as too large
+    (413), of each half, halved again as the API asks (as `classify` submits a large file)."""
+    try:
+        return [estimate(_csv_body(header, rows))]
+    except BatchRefused:
+        if len(rows) <= 1:
+            raise
+    half = len(rows) // 2
+    return estimate_in_parts(estimate, header, rows[:half]) + estimate_in_parts(estimate, header, rows[half:])
+
+
+def added_up(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One estimate of several parts' dry runs: their counts, tokens, cost and time added up (a
+    domain in two parts counts in each, as two batches would each hold it)."""
+    if len(parts) == 1:
+        return parts[0]
+    counted = ("total", "accepted", "duplicates", "human_answers", "known_companies", "cached", "cached_precheck",
+               "to_precheck", "to_ask")
+    whole: dict[str, Any] = {**parts[0], **{name: sum(int(p.get(name) or 0) for p in parts) for name in counted},
+                             "rejected": [row for p in parts for row in p["rejected"]]}
+    llms = [p["llm"] for p in parts]
+    costs = [llm["cost_usd"] for llm in llms]
+    seconds = [llm.get("wall_time_seconds") for llm in llms]
+    total_seconds = None if None in seconds else sum(seconds)
+    whole["llm"] = {
+        **llms[0], "tokens_in": sum(llm["tokens_in"] for llm in llms), "tokens_out": sum(llm["tokens_out"] for llm in llms),
+        "cost_usd": None if None in costs else sum(costs),
+        "cost": next((llm["cost"] for llm in llms if llm["cost"] != "known"), "known"),
+        "wall_time_seconds": total_seconds,
+        "wall_time": (next(llm["wall_time"] for llm in llms if llm.get("wall_time_seconds") is None)
+                      if total_seconds is None else "none to ask" if total_seconds == 0 else
+                      f"about {spelled_duration(total_seconds)} for one worker (the {len(parts)} parts the API "
+                      "took this list in, added up)"),
+    }
+    return whole
 
 
 def _rate(requests_per_minute: float | None) -> str:

@@ -62,9 +62,9 @@ def llm_concurrency(settings: Settings) -> int:
         return settings.llm_concurrency
     assert settings.llm_api_base is not None
     slots = served_slots(settings.llm_api_base)
-    said = (f"it serves {slots} at once (total_slots)" if slots else
-            "it does not say how many it serves at once (no llama.cpp /props): 1")
-    log.info(f"the LLM is a local server: LLM calls at once set to what {said}; FIRMSIFT_LLM_CONCURRENCY sets it")
+    said = (f"serves {slots} calls at once (its total_slots): a worker makes {slots} at once" if slots else
+            "does not say how many calls it serves at once (no llama.cpp /props): a worker makes one at a time")
+    log.info(f"the LLM is a local server that {said}; FIRMSIFT_LLM_CONCURRENCY sets another number")
     return slots or 1
 
 

@@ -34,7 +34,7 @@ def test_a_llama_cpp_server_is_asked_as_many_calls_as_it_has_slots(llm: FakeLLMS
     assert served_slots(llm.base_url) == 3  # /props beside /v1
     with caplog.at_level(logging.INFO, logger="firmsift.entrypoints.worker_wiring"):
         assert llm_concurrency(settings(llm.base_url)) == 3
-    assert "it serves 3 at once (total_slots)" in caplog.text
+    assert "local server that serves 3 calls at once (its total_slots): a worker makes 3 at once" in caplog.text
 
 
 def test_a_server_that_does_not_say_is_asked_one_call_at_a_time(llm: FakeLLMServer) -> None:

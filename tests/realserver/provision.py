@@ -279,4 +279,8 @@ def provision() -> Layout:
 if __name__ == "__main__":
     if sys.version_info < (3, 11):
         raise SystemExit("provision: needs Python 3.11 or newer")
-    provision()
+    ready = provision()
+    if sys.argv[1:] == ["--paths-to"]:
+        raise SystemExit("provision: --paths-to needs a file")
+    if sys.argv[1:2] == ["--paths-to"]:  # for `./dev local`: where the server's python and the model are
+        Path(sys.argv[2]).write_text(f"{ready.python}\n{ready.model}\n", encoding="utf-8")

@@ -345,7 +345,7 @@ def test_classify_says_at_once_when_the_api_is_unreachable_and_ctrl_c_exits_130_
             assert "trying again for up to 31s" in first and "--api" in first
             run.send_signal(signal.SIGINT)
             rest = run.stderr.read()
-            assert run.wait(timeout=60) == 130
+            assert run.wait(timeout=60) == 130, rest
         finally:
             run.kill()
     assert rest.strip().splitlines()[-1] == "firmsift: interrupted; run the same command again to resume"

@@ -241,7 +241,7 @@ def test_classify_sends_the_key_from_the_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(httpx, "Client", lambda **options: real_client(transport=httpx.MockTransport(refuse), **options))
     monkeypatch.setenv("FIRMSIFT_API_KEY", "fs_from_env")
     args = build_parser().parse_args(["classify", "a.com"])
-    with pytest.raises(CommandError, match="401"):
+    with pytest.raises(CommandError, match="requires an API key: pass --api-key KEY or set FIRMSIFT_API_KEY"):
         run_classify(args)
     assert sent == ["Bearer fs_from_env"]
 

@@ -12,6 +12,7 @@ from pydantic import SecretStr
 
 from firmsift.adapters.llm.client_choice import uses_direct_client
 from firmsift.adapters.llm.endpoint import OPENAI_API_BASE, OPENAI_KEY_VARIABLE, is_local_api_base
+from firmsift.entrypoints.outbound_proxy import outbound_proxy
 from firmsift.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
@@ -162,9 +163,10 @@ def make_homepage(settings: Settings, clients: contextlib.AsyncExitStack, signat
     deadline, so the homepage obeys the same settings as the search APIs."""
     from firmsift.adapters.search.homepage import HomepageSearch  # httpx and tldextract: workers only
 
+    proxy, no_proxy = outbound_proxy(os.environ)
     homepage = HomepageSearch(timeout=settings.search_timeout, total_timeout=settings.search_deadline,
                               allow_private_addresses=settings.homepage_allow_private_addresses,
-                              pinned=settings.pinned_hosts, signatures=signatures)
+                              pinned=settings.pinned_hosts, proxy=proxy, no_proxy=no_proxy, signatures=signatures)
     clients.push_async_callback(homepage.aclose)
     return homepage
 

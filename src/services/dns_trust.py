@@ -41,13 +41,12 @@ class DnsTrust:
         self._checked_at = 0.0
         self._doubt: str | None = None
 
-    def not_checked(self) -> str | None:
-        """Why the pre-check cannot look at a site at all from here, or None: behind an outbound
-        proxy neither local DNS nor a direct connection says anything about what the proxy reaches."""
+    def through_proxy(self) -> str | None:
+        """Why local DNS says nothing about a site, or None: behind an outbound proxy, the proxy
+        resolves the names (the homepage is fetched through it) and the local resolver may know none."""
         if self._proxy_variable is None:
             return None
-        return (f"outbound traffic goes through a proxy ({self._proxy_variable} is set): local DNS and a direct "
-                "look say nothing about a site")
+        return f"outbound traffic goes through a proxy ({self._proxy_variable} is set)"
 
     def record(self, facts: DnsFacts) -> None:
         """A domain's look-up, for the run of recent outcomes."""
@@ -55,7 +54,7 @@ class DnsTrust:
 
     async def doubt(self) -> str | None:
         """Why a negative answer may not end a domain now, or None when it may."""
-        why = self.not_checked() or await self._canary_doubt() or self._run.doubt()
+        why = await self._canary_doubt() or self._run.doubt()
         self._tell(why)
         return why
 

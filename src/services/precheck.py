@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from firmsift.domain.freshness import PRECHECK_MAX_AGE, is_fresh
 from firmsift.domain.model import Answer, Classifier, DomainResult, ResultStatus, Source
-from firmsift.domain.site_facts import SiteFacts
+from firmsift.domain.site_facts import DnsFacts, DnsOutcome, SiteFacts
 from firmsift.domain.site_status import SiteStatus, SiteVerdict, bounded_reason, site_status
 
 if TYPE_CHECKING:
@@ -68,9 +68,13 @@ class Precheck:
     async def look(self, domain: str) -> SiteVerdict:
         """The domain's status: DNS for the name and www., then (unless DNS settled it, or gave no
         address to connect to) the homepage. A negative DNS answer the resolver cannot be trusted
-        with makes the status unknown, not no_dns."""
-        if self.trust is not None and (why := self.trust.not_checked()) is not None:
-            return SiteVerdict(SiteStatus.UNKNOWN, bounded_reason(f"unknown: not checked, {why}"))
+        with makes the status unknown, not no_dns. Behind an outbound proxy the homepage, fetched
+        through it, says it all: local DNS is not asked."""
+        if self.trust is not None and (why := self.trust.through_proxy()) is not None:
+            unasked = DnsFacts(DnsOutcome.FAILED, detail=f"not looked up: {why}")
+            looked = await self.homepage.look(domain)
+            return site_status(SiteFacts(domain=domain, dns=unasked, http=looked.http,
+                                         registrable_domain=looked.registrable_domain), self.signatures)
         dns, www_dns = await asyncio.gather(self.resolver.look_up(domain), self.resolver.look_up(f"www.{domain}"))
         facts = SiteFacts(domain=domain, dns=dns, www_dns=www_dns)
         verdict = site_status(facts, self.signatures)

@@ -47,7 +47,8 @@ class HomepageSearch:
 
     `port` connects to that port instead of the scheme's default whenever a URL names none, and
     `pinned` maps host names to the (address, port or None) to connect to (FIRMSIFT_HOMEPAGE_RESOLVE):
-    hooks for tests against local servers and for sites served on unusual ports.
+    hooks for tests against local servers and for sites served on unusual ports. `proxy` (and
+    `no_proxy`) send the fetches through an outbound proxy, as the network requires.
     """
 
     name = "homepage"
@@ -64,6 +65,8 @@ class HomepageSearch:
         resolver: Resolver | None = None,
         port: int | None = None,
         pinned: Mapping[str, tuple[str, int | None]] | None = None,
+        proxy: str | None = None,
+        no_proxy: str = "",
         signatures: Signatures | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -72,7 +75,7 @@ class HomepageSearch:
         self._signatures = signatures or Signatures()
         self._fetcher = PageFetcher(timeout=timeout, max_bytes=max_bytes, max_redirects=max_redirects,
                                     allow_private_addresses=allow_private_addresses, resolver=resolver,
-                                    port=port, pinned=pinned)
+                                    port=port, pinned=pinned, proxy=proxy, no_proxy=no_proxy)
         self._clock = clock
         self._kept: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()
 

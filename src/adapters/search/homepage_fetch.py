@@ -11,6 +11,7 @@ import functools
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from urllib.request import proxy_bypass_environment
 
 import httpx
 import tldextract
@@ -65,11 +66,16 @@ class PageFetcher:
     and checked against the address policy, and the connection made to the checked address (no
     second DNS lookup an attacker could answer differently). `pinned` maps host names to the
     (address, port or None) to connect to instead of resolving them, like curl's --resolve;
-    those addresses are checked like any other. `port` replaces the scheme's default port."""
+    those addresses are checked like any other. `port` replaces the scheme's default port.
+
+    With `proxy` (an outbound proxy's URL: where the network allows no direct connection), each
+    hop goes through it (CONNECT for https) unless `no_proxy` (NO_PROXY's value) names the host:
+    the proxy resolves the name, so the address policy is the proxy's to enforce."""
 
     def __init__(self, *, timeout: float, max_bytes: int, max_redirects: int, allow_private_addresses: bool,
                  resolver: Resolver | None, port: int | None,
-                 pinned: Mapping[str, tuple[str, int | None]] | None = None) -> None:
+                 pinned: Mapping[str, tuple[str, int | None]] | None = None,
+                 proxy: str | None = None, no_proxy: str = "") -> None:
         self._timeout = timeout
         self._max_bytes = max_bytes
         self._max_redirects = max_redirects
@@ -78,6 +84,9 @@ class PageFetcher:
         self._port = port
         self._pinned = {host.lower().rstrip("."): target for host, target in (pinned or {}).items()}
         self._transport: httpx.AsyncHTTPTransport | None = None
+        self._proxy = proxy
+        self._no_proxy = no_proxy
+        self._proxied: httpx.AsyncHTTPTransport | None = None
 
     async def fetch(self, domain: str) -> Fetched:
         """The homepage over https, else http; FetchFailed when neither gave a response."""
@@ -93,9 +102,10 @@ class PageFetcher:
                                            f"and http ({http_failure})") from None
 
     async def aclose(self) -> None:
-        if self._transport is not None:
-            await self._transport.aclose()
-            self._transport = None
+        for transport in (self._transport, self._proxied):
+            if transport is not None:
+                await transport.aclose()
+        self._transport = self._proxied = None
 
     async def _follow(self, url: httpx.URL, domain: str) -> Fetched:
         origin = registrable_domain(domain)
@@ -122,17 +132,22 @@ class PageFetcher:
 
     async def _get(self, url: httpx.URL, left_for: tuple[str, ...]) -> Fetched:
         host = host_of(url)
-        address, port = await self._checked_address(host, url.port or self._port or DEFAULT_PORTS[url.scheme])
-        target = httpx.URL(scheme=url.scheme, host=address, port=port, raw_path=url.raw_path)
-        headers = {**_HEADERS, "Host": url.netloc.decode("ascii")}
         extensions: dict[str, object] = {"timeout": httpx.Timeout(self._timeout).as_dict()}
-        if url.scheme == "https":
-            extensions["sni_hostname"] = host
-        request = httpx.Request("GET", target, headers=headers, extensions=extensions)
+        if self._through_proxy(host):
+            transport = self._proxy_transport()
+            request = httpx.Request("GET", url, headers=_HEADERS, extensions=extensions)
+        else:
+            address, port = await self._checked_address(host, url.port or self._port or DEFAULT_PORTS[url.scheme])
+            target = httpx.URL(scheme=url.scheme, host=address, port=port, raw_path=url.raw_path)
+            if url.scheme == "https":
+                extensions["sni_hostname"] = host
+            transport = self._http()
+            request = httpx.Request("GET", target, headers={**_HEADERS, "Host": url.netloc.decode("ascii")},
+                                    extensions=extensions)
         try:
             # The transport, not a client: a client parses every Location itself (even with
             # redirects off) and raises on a hostile one before this code could judge it.
-            response = await self._http().handle_async_request(request)
+            response = await transport.handle_async_request(request)
             try:
                 return await self._read(url, response, left_for)
             finally:
@@ -174,6 +189,15 @@ class PageFetcher:
             raise FetchFailed(HttpFailure.FORBIDDEN_ADDRESS,
                               f"homepage: refusing to fetch {host}: it resolves to {address} ({reason})")
         return addresses[0], port
+
+    def _through_proxy(self, host: str) -> bool:
+        return self._proxy is not None and host not in self._pinned and not proxy_bypass_environment(
+            host, proxies={"no": self._no_proxy})
+
+    def _proxy_transport(self) -> httpx.AsyncHTTPTransport:
+        if self._proxied is None:
+            self._proxied = httpx.AsyncHTTPTransport(proxy=self._proxy, limits=httpx.Limits(max_keepalive_connections=0))
+        return self._proxied
 
     def _http(self) -> httpx.AsyncHTTPTransport:
         if self._transport is None:

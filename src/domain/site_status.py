@@ -12,9 +12,10 @@ Precedence, first match wins (each step is a function below, in `_STEPS`):
 2. parked       by DNS: a parking service's name servers, CNAME target or address. Before
                 "unreachable" on purpose: a parked domain whose parking server did not answer us
                 is still parked, and says more to the user than a timeout.
-3. unknown      the DNS lookup failed (SERVFAIL, REFUSED, timeout) and nothing answered: that
-                says more about the resolver (overloaded, misconfigured) than about the
-                domain, so nothing is concluded and the domain is not ended.
+3. unknown      a DNS lookup (of the name or of www.) failed (SERVFAIL, REFUSED, timeout) and
+                nothing answered: that says more about the resolver (overloaded,
+                misconfigured) than about the domain, so nothing is concluded and the domain is
+                not ended.
    unreachable  no response: refused, TLS failure, timeout, redirect loop, forbidden address.
 4. blocked      a bot wall or challenge page (by its signature).
 5. parked       by the page: a parking page, a for-sale notice, or a redirect that lands on
@@ -115,10 +116,13 @@ def _unreachable(facts: SiteFacts, _: Signatures) -> SiteVerdict | None:
         return None
     if http is not None and http.failure is not None:
         return SiteVerdict(SiteStatus.UNREACHABLE, f"unreachable: {_failure_words(http)}")
-    if facts.dns.outcome in (DnsOutcome.FAILED, DnsOutcome.TIMEOUT):
-        words = "timed out" if facts.dns.outcome is DnsOutcome.TIMEOUT else "failed"
-        detail = f" ({facts.dns.detail})" if facts.dns.detail else ""
-        return SiteVerdict(SiteStatus.UNKNOWN, f"unknown: its DNS lookup {words}{detail}")
+    for name, dns in (("its", facts.dns), ("www.'s", facts.www_dns)):
+        # No fetch was made for want of an address, and a look-up said nothing: the name may
+        # well exist (the domain NXDOMAIN and www. timed out is a resolver in trouble, not a dead site).
+        if dns is not None and dns.outcome in (DnsOutcome.FAILED, DnsOutcome.TIMEOUT):
+            words = "timed out" if dns.outcome is DnsOutcome.TIMEOUT else "failed"
+            detail = f" ({dns.detail})" if dns.detail else ""
+            return SiteVerdict(SiteStatus.UNKNOWN, f"unknown: {name} DNS lookup {words}{detail}")
     return SiteVerdict(SiteStatus.UNREACHABLE, "unreachable: the homepage gave no response")
 
 

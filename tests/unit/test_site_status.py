@@ -87,6 +87,17 @@ def test_a_dns_failure_without_a_response_is_unknown_not_unreachable() -> None:
     assert status_of(facts(dns=failed)) is SiteStatus.LIVE
 
 
+def test_a_name_without_address_and_a_www_lookup_that_said_nothing_is_unknown_not_unreachable() -> None:
+    # Seen with a resolver in trouble (215 names asked at once): NXDOMAIN for the name and a
+    # timeout for www. left nothing to connect to, and 3 of them were ended as unreachable.
+    timed_out = DnsFacts(DnsOutcome.TIMEOUT, detail="no answer within 4s")
+    verdict = site_status(facts(dns=DnsFacts(DnsOutcome.NXDOMAIN), www=timed_out, http=False), SIGNATURES)
+    assert verdict.status is SiteStatus.UNKNOWN
+    assert verdict.reason == "unknown: www.'s DNS lookup timed out (no answer within 4s)"
+    both_gone = facts(dns=DnsFacts(DnsOutcome.NXDOMAIN), www=DnsFacts(DnsOutcome.NXDOMAIN), http=False)
+    assert status_of(both_gone) is SiteStatus.NO_DNS
+
+
 def test_a_wall_wins_over_a_parking_page_and_a_redirect() -> None:
     site = facts(status=403, body="wallco-check parked-by-parkco", target="elsewhere.example")
     verdict = site_status(site, SIGNATURES)

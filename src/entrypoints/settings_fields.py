@@ -41,6 +41,9 @@ class SettingsFields(BaseSettings):
     llm_client: Literal["auto", "litellm"] = Field(
         "auto", description="auto: OpenAI's chat completions (OpenAI, openai/<model> servers) over a direct client, "
                             "litellm for other providers; litellm: always litellm")
+    llm_unreadable_retries: int | None = Field(None, ge=0, le=5, description=(
+        "times a model's output that cannot be read is asked again; unset: 2 toward a local server, "
+        "0 toward a provider (each try is paid)"))
     llm_concurrency: int = Field(8, ge=1, le=1024, description=(
         "LLM calls one worker makes at once; unset, toward a local server: what it serves at once "
         "(llama.cpp's total_slots), else 1"))

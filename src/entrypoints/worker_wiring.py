@@ -68,6 +68,15 @@ def llm_concurrency(settings: Settings) -> int:
     return slots or 1
 
 
+def unreadable_retries(settings: Settings) -> int:
+    """How often a worker asks again when the model's output cannot be read: FIRMSIFT_LLM_UNREADABLE_RETRIES,
+    else twice toward a local server (it costs nothing; SmolLM2 wrote unreadable JSON for 2 of 215
+    rows) and never toward a provider (each try is paid; the row fails and can be retried on request)."""
+    if settings.llm_unreadable_retries is not None:
+        return settings.llm_unreadable_retries
+    return 2 if is_local_api_base(settings.llm_api_base) else 0
+
+
 def dns_state(precheck: Precheck | None) -> str:
     """The worker's `dns` check: "ok", or "degraded: why" while negative DNS answers are doubted."""
     if precheck is None or precheck.trust is None:
@@ -119,6 +128,7 @@ class WorkerWiring(QueueWiring, ProviderWiring):
         on_evidence_reused=metrics.provided.count_evidence_reuse,
         human=human_answers,
         deferred=deferred_questions,
+        unreadable_retries=providers.Callable(unreadable_retries, settings),
     )
     # A worker's provider batch rounds (economy mode): one worker at a time, by a lease.
     provider_batch_dependencies = providers.Factory(

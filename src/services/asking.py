@@ -98,6 +98,11 @@ def billed(answer: Answer, pricing: Pricing, model: str, prompt_tokens: int | No
                    cost_usd=pricing.cost(model, prompt_tokens, completion_tokens))
 
 
+def unreadable(answer: Answer) -> bool:
+    """The model answered, but not in a form that could be read (its output is kept)."""
+    return answer.status is ResultStatus.FAILED and answer.raw_output is not None
+
+
 def read_answer(template: Answer, question: Question, completion: Completion, classifier: Classifier, *,
                 pricing: Pricing, priced_as: str) -> Answer:
     """The answer `completion` gives to `question`, read into `template` (the answer as known

@@ -60,6 +60,9 @@ class JobDependencies:
     # Economy mode: the questions of a job whose batch asked for it wait for the provider's batch
     # API (services/provider_batches.py) instead of being asked now (None: every job asks now).
     deferred: DeferredQuestions | None = None
+    # A model's output that could not be read is asked again this many times: free toward a local
+    # server, whose small models now and then write broken JSON (0: a failed row, retried on request).
+    unreadable_retries: int = 0
 
     def is_fresh(self, answer: Answer, classifier: Classifier) -> bool:
         """Whether `answer` may be reused now; a pre-check outcome for the pre-check's max age, and

@@ -73,8 +73,9 @@ class Process:
 NO_PRECHECK = {"FIRMSIFT_PRECHECK": "false"}
 # The fake LLM server stands for a provider's API, though it listens on loopback: its calls go
 # at the provider default's concurrency, not one at a time as toward a local server that does not
-# say how many it serves (tests/integration/test_llm_served_slots.py tests that default).
-AS_A_PROVIDER = {"FIRMSIFT_LLM_CONCURRENCY": "8"}
+# say how many it serves, and an unreadable answer is a failed row, not asked again (the local
+# defaults are tested in tests/integration/test_llm_served_slots.py and tests/unit/test_process_job.py).
+AS_A_PROVIDER = {"FIRMSIFT_LLM_CONCURRENCY": "8", "FIRMSIFT_LLM_UNREADABLE_RETRIES": "0"}
 # A machine's outbound proxy says nothing to processes that talk only to loopback, and changes what
 # the pre-check may conclude: the processes a test starts never see one unless the test sets it.
 

@@ -456,3 +456,28 @@ async def test_a_job_dead_lettered_before_its_delivery_starts_running_is_left_fa
     await add_job(store, "a.com")
     job = await process_job("job-1", deps)
     assert (job.status, job.error) == (JobStatus.FAILED, DEAD_LETTER_ERROR) and llm.history == []
+
+
+@pytest.mark.parametrize(("retries", "replies", "status", "calls"), [
+    (0, ["not json at all"], ResultStatus.FAILED, 1),  # a provider's: the row fails, retried on request
+    (2, ["not json at all", YES], ResultStatus.DONE, 2),  # a local server's: asked again, for free
+    (2, ["{broken", "{broken", "{broken"], ResultStatus.FAILED, 3),  # and not forever
+])
+async def test_unreadable_output_is_asked_again_as_often_as_the_worker_says(
+        retries: int, replies: list[str], status: ResultStatus, calls: int) -> None:
+    llm = ScriptedLLM(YES)
+    llm.enqueue(*replies)
+    store, deps, llm = make(llm, unreadable_retries=retries)
+    await add_job(store, "a.com")
+    [result] = (await process_job("job-1", deps)).results
+    assert result.status is status and llm.calls_about("a.com") == calls
+    if status is ResultStatus.FAILED:
+        assert result.error is not None and result.error.startswith("unreadable model output")
+
+
+def test_a_worker_asks_a_local_server_again_and_a_provider_not() -> None:
+    from firmsift.entrypoints.worker_wiring import unreadable_retries
+
+    assert unreadable_retries(Settings(llm_api_base="http://127.0.0.1:8080/v1")) == 2
+    assert unreadable_retries(Settings()) == 0
+    assert unreadable_retries(Settings(llm_api_base="http://127.0.0.1:8080/v1", llm_unreadable_retries=0)) == 0

@@ -11,6 +11,7 @@ from firmsift.domain.estimates import WorkerPace
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.queue_wiring import QueueWiring
 from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.llm_calls_at_once import llm_concurrency
 from firmsift.entrypoints.storage_wiring import StorageWiring
 from firmsift.services.batch_estimate import BatchEstimator
 
@@ -27,7 +28,7 @@ def precheck_max_age(settings: Settings) -> timedelta | None:
 def worker_pace(settings: Settings) -> WorkerPace:
     """What one worker runs at once, by the settings (the dry run's wall time rests on it): a batch
     job holds at most FIRMSIFT_MAX_DOMAINS_PER_JOB domains, of which FIRMSIFT_DOMAIN_CONCURRENCY run."""
-    return WorkerPace(settings.llm_concurrency, settings.llm_requests_per_minute,
+    return WorkerPace(llm_concurrency(settings), settings.llm_requests_per_minute,
                       settings.worker_jobs * min(settings.domain_concurrency, settings.max_domains_per_job))
 
 

@@ -4,7 +4,6 @@ and the queue consumer over the process's store, queues, providers and metrics."
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import socket
 import uuid
@@ -16,7 +15,7 @@ from dependency_injector import providers
 
 from firmsift.adapters.decorators.prometheus_metrics import MeteredQueue, Metrics
 from firmsift.adapters.llm.endpoint import is_local_api_base
-from firmsift.adapters.llm.served_slots import served_slots
+from firmsift.entrypoints.llm_calls_at_once import llm_concurrency
 from firmsift.entrypoints.outbound_proxy import outbound_proxy_variable
 from firmsift.entrypoints.provider_wiring import ProviderWiring
 from firmsift.entrypoints.queue_wiring import QueueWiring
@@ -35,8 +34,6 @@ if TYPE_CHECKING:
     from firmsift.ports.homepage_look import HomepageLooker
     from firmsift.ports.resolver import Resolver
 
-log = logging.getLogger(__name__)
-
 
 def lease_holder_name() -> str:
     """A worker's name on the answer leases it holds: its host, its process and itself."""
@@ -50,22 +47,6 @@ def worker_precheck(settings: Settings, resolver: Callable[[], Resolver], homepa
     if not settings.precheck:
         return None
     return settings_precheck(settings, resolver(), homepage(), signatures)
-
-
-def llm_concurrency(settings: Settings) -> int:
-    """How many LLM calls one worker makes at once: FIRMSIFT_LLM_CONCURRENCY when set or when the
-    LLM is a provider's; toward a local server, what it serves at once (llama.cpp's total_slots),
-    else 1. A call beyond what the server serves waits in its queue with its time limit running
-    (two lists at once against llama-cpp-python left 21 rows failed, timed out); here it waits
-    in the worker's queue, where none runs."""
-    if "llm_concurrency" in settings.model_fields_set or not is_local_api_base(settings.llm_api_base):
-        return settings.llm_concurrency
-    assert settings.llm_api_base is not None
-    slots = served_slots(settings.llm_api_base)
-    said = (f"serves {slots} calls at once (its total_slots): a worker makes {slots} at once" if slots else
-            "does not say how many calls it serves at once (no llama.cpp /props): a worker makes one at a time")
-    log.info(f"the LLM is a local server that {said}; FIRMSIFT_LLM_CONCURRENCY sets another number")
-    return slots or 1
 
 
 def unreadable_retries(settings: Settings) -> int:

@@ -41,9 +41,10 @@ class BatchStore(Protocol):
         forgotten, never paid for. Returns how many jobs were cancelled."""
 
     async def reopen_failed(self, batch_id: str) -> list[str]:
-        """Make the batch's failed domains pending again, and their jobs (finished, not cancelled)
-        PENDING, the batch's reply unsent; the jobs reopened, to queue again. Answered domains stay
-        answered; cancelled and running jobs are left as they are."""
+        """Make the batch's failed domains whose calls were not billed pending again, and their jobs
+        (finished, not cancelled) PENDING, the batch's reply unsent; the jobs reopened, to queue
+        again. Answered domains stay answered, a billed failure keeps its spend on record, cancelled
+        and running jobs are left as they are. BatchCancelledAlready when the batch was cancelled."""
 
     async def fail_unqueued(self, job_ids: list[str], error: str) -> None:
         """The reopened jobs whose messages could not be sent: FAILED again with `error`, so a

@@ -98,6 +98,23 @@ def billed(answer: Answer, pricing: Pricing, model: str, prompt_tokens: int | No
                    cost_usd=pricing.cost(model, prompt_tokens, completion_tokens))
 
 
+def with_spend_of(answer: Answer, earlier: list[Answer]) -> Answer:
+    """`answer` billed for the `earlier` attempts too (answers that could not be read, asked
+    again): their tokens are added, and the cost stays known only while every attempt's is."""
+    if not earlier:
+        return answer
+    attempts = [*earlier, answer]
+
+    def total(values: list[int | None]) -> int | None:
+        known = [value for value in values if value is not None]
+        return sum(known) if known else None
+
+    costs = [attempt.cost_usd for attempt in attempts]
+    return replace(answer, tokens_in=total([a.tokens_in for a in attempts]),
+                   tokens_out=total([a.tokens_out for a in attempts]),
+                   cost_usd=None if None in costs else sum(cost for cost in costs if cost is not None))
+
+
 def unreadable(answer: Answer) -> bool:
     """The model answered, but not in a form that could be read (its output is kept)."""
     return answer.status is ResultStatus.FAILED and answer.raw_output is not None

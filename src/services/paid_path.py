@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from firmsift.domain.background import alongside
 from firmsift.domain.economy import DeferredQuestion
 from firmsift.domain.model import Answer, Classifier
-from firmsift.services.asking import ask_about, ask_llm, unanswered, unreadable
+from firmsift.services.asking import ask_about, ask_llm, unanswered, unreadable, with_spend_of
 from firmsift.services.evidence import Gathered, gather_evidence
 from firmsift.services.job_dependencies import JobDependencies
 from firmsift.services.precheck import SiteCheck
@@ -80,13 +80,15 @@ async def _renewing(leases: AnswerLeases, domain: str, classifier: str, deps: Jo
 async def ask_now(domain: str, classifier: Classifier, deps: JobDependencies, site: SiteCheck | None) -> Answer:
     evidence = await _evidence_for(domain, classifier, deps)
     # The quote is checked against the evidence as sent: reused evidence is sent as it was stored.
+    earlier: list[Answer] = []  # unreadable answers asked again: their calls were billed all the same
     for attempt in range(1 + deps.unreadable_retries):
         answer, _ = await ask_llm(domain, classifier, evidence.items, deps.llm, pricing=deps.pricing,
                                   slots=deps.llm_slots, marker=deps.new_marker(), now=deps.now)
         if not unreadable(answer) or attempt == deps.unreadable_retries:
             break
+        earlier.append(answer)
         log.info("the model's output could not be read; asking again", extra={"domain": domain, "error": answer.error})
-    answer = evidence.mark(answer)
+    answer = evidence.mark(with_spend_of(answer, earlier))
     return site.mark(answer) if site is not None else answer
 
 

@@ -69,12 +69,17 @@ class Precheck:
         """The domain's status: DNS for the name and www., then (unless DNS settled it, or gave no
         address to connect to) the homepage. A negative DNS answer the resolver cannot be trusted
         with makes the status unknown, not no_dns. Behind an outbound proxy the homepage, fetched
-        through it, says it all: local DNS is not asked."""
+        through it, says it all (local DNS is not asked), but a failure there ends nothing."""
         if self.trust is not None and (why := self.trust.through_proxy()) is not None:
             unasked = DnsFacts(DnsOutcome.FAILED, detail=f"not looked up: {why}")
             looked = await self.homepage.look(domain)
-            return site_status(SiteFacts(domain=domain, dns=unasked, http=looked.http,
-                                         registrable_domain=looked.registrable_domain), self.signatures)
+            verdict = site_status(SiteFacts(domain=domain, dns=unasked, http=looked.http,
+                                            registrable_domain=looked.registrable_domain), self.signatures)
+            if verdict.status is SiteStatus.UNREACHABLE:
+                # The proxy down, or refusing, reads the same as a dead site: a failure through it
+                # ends nothing (a proxy outage must not end a list); what answered still counts.
+                return SiteVerdict(SiteStatus.UNKNOWN, bounded_reason(f"unknown: through the proxy, {verdict.reason}"))
+            return verdict
         dns, www_dns = await asyncio.gather(self.resolver.look_up(domain), self.resolver.look_up(f"www.{domain}"))
         facts = SiteFacts(domain=domain, dns=dns, www_dns=www_dns)
         verdict = site_status(facts, self.signatures)

@@ -133,3 +133,23 @@ def test_the_command_line_retries_failed_rows_and_cancels(tmp_path: Path) -> Non
             assert missing.returncode == 1 and "no batch with id 'not-a-batch'" in missing.stderr
     finally:
         container.shutdown_resources()
+
+
+def test_a_failure_that_was_billed_keeps_its_spend_and_is_not_retried(served) -> None:  # noqa: ANN001
+    """An answer that could not be read was paid for: retrying would drop its cost from the spend
+    ledger and the batch's spend, which add up the rows; it stays failed, on record."""
+    container, client, key, llm = served
+    llm.tokens = (100, 20)  # the provider reports what it billed
+    llm.by_domain["bad.com"] = "not the JSON asked for"  # answered, billed, unreadable
+    batch = client.post("/batches", json={"domains": ["good.com", "bad.com", "worse.com"]}, headers=key).json()
+    work_off(container)
+    before = client.get(f"/batches/{batch['batch_id']}", headers=key).json()
+    assert (before["done"], before["failed"]) == (1, 2)
+    llm.by_domain.clear()
+    retried = client.post(f"/batches/{batch['batch_id']}/retry", headers=key).json()
+    assert retried["retried_jobs"] == 1  # worse.com's job: its call failed unbilled
+    work_off(container)
+    after = client.get(f"/batches/{batch['batch_id']}", headers=key).json()
+    assert (after["done"], after["failed"]) == (2, 1)
+    assert after["spend"]["tokens_in"] == before["spend"]["tokens_in"] + 100  # worse.com's answer added, nothing lost
+    assert llm.calls_about("bad.com") == 1

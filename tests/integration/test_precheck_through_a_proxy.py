@@ -1,6 +1,6 @@
 """Behind an outbound proxy (HTTPS_PROXY), as a proxied corporate network has it: the homepage is
-fetched through the proxy, a site the proxy cannot reach is unreachable, and local DNS, which may
-know no public name there, is never asked (a real proxy on loopback, a real homepage reader)."""
+fetched through the proxy, a site the proxy cannot reach ends nothing (unknown), and local DNS,
+which may know no public name there, is never asked (a real proxy on loopback, a real homepage reader)."""
 
 from __future__ import annotations
 
@@ -52,8 +52,10 @@ async def test_the_homepage_comes_through_the_proxy_and_local_dns_is_not_asked(w
                  for domain in ("fresh-foods.com", parked_domain, "gone-brand.com")}
     finally:
         await homepage.aclose()
+    # The proxy could not reach gone-brand.com (502): that may be the proxy's trouble, not the
+    # site's, so it ends nothing (unknown: asked as usual).
     assert found == {"fresh-foods.com": SiteStatus.LIVE, parked_domain: SiteStatus.PARKED,
-                     "gone-brand.com": SiteStatus.UNREACHABLE}  # the proxy could not reach it: 502
+                     "gone-brand.com": SiteStatus.UNKNOWN}
     assert resolver.history == []
     assert ("GET", "http://fresh-foods.com/") in proxy.requests and ("CONNECT", "fresh-foods.com:443") in proxy.requests
     assert ("fresh-foods.com", "/") in sites.requests
@@ -68,3 +70,17 @@ async def test_a_host_named_in_no_proxy_is_fetched_directly(world) -> None:  # n
     finally:
         await homepage.aclose()
     assert not [target for _method, target in proxy.requests if "intranet" in target]
+
+
+@pytest.mark.parametrize("target", ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "http://localhost/"])
+async def test_through_the_proxy_a_redirect_to_a_private_address_is_still_refused(target: str) -> None:
+    from tests.support.site_server import redirect
+
+    with SiteServer({"sneaky.com": redirect(target)}) as sites, ForwardProxy(sites.port, {"sneaky.com"}) as proxy:
+        homepage = reader(proxy)
+        try:
+            with pytest.raises(ProviderError, match="refusing to fetch"):
+                await homepage.gather("sneaky.com")
+        finally:
+            await homepage.aclose()
+        assert [target for _method, target in proxy.requests if "sneaky" not in target] == []

@@ -1,6 +1,6 @@
 """`./dev local`, trying firmsift without a key in one command: the provisioned llama-cpp-python server
 with the packaged SmolLM2 model, then `firmsift serve` wired to it; a job is answered by the model,
-and SIGTERM to the script stops both processes."""
+and SIGTERM to the script, or Ctrl-C, stops both processes, firmsift first."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ MODEL_LISTENING = re.compile(r"the model server listens on 127\.0\.0\.1:(\d+)")
 
 
 @pytest.mark.long(300)
-def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both_on_sigterm(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "status"), [("sigterm", 128 + signal.SIGTERM), ("ctrl-c", 130)])
+def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both(tmp_path: Path, stop: str,
+                                                                             status: int) -> None:
     require_provisioned()
     log = tmp_path / "dev-local.log"
     env = {**machine_environment(), "FIRMSIFT_VENV": str(Path(sys.prefix)), "PYTHON": sys.executable,
@@ -53,9 +55,13 @@ def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both_on
         served = (Path(sys.prefix) / "local-llm.log").read_text()
         assert '"POST /v1/chat/completions HTTP/1.1" 200' in served
 
-        script.send_signal(signal.SIGTERM)  # to the script only: it passes the stop on
-        # firmsift's own status: uvicorn stops gracefully, then ends by the signal it was sent (128 + 15)
-        assert script.wait(timeout=60) == 128 + signal.SIGTERM, log.read_text()[-3000:]
+        if stop == "sigterm":  # to the script only (a service manager): it passes the stop on
+            script.send_signal(signal.SIGTERM)
+        else:  # Ctrl-C: the terminal signals the whole foreground group (the model server has its own)
+            os.killpg(script.pid, signal.SIGINT)
+        # SIGTERM: firmsift's own status (uvicorn stops gracefully, then ends by that signal);
+        # Ctrl-C: 130, as a shell reports an interrupted command.
+        assert script.wait(timeout=60) == status, log.read_text()[-3000:]
         assert "Finished server process" in log.read_text()  # stopped gracefully, not killed
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{base}/healthz", timeout=5)

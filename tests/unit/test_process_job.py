@@ -475,6 +475,15 @@ async def test_unreadable_output_is_asked_again_as_often_as_the_worker_says(
         assert result.error is not None and result.error.startswith("unreadable model output")
 
 
+async def test_the_attempts_asked_again_are_billed_in_the_answer() -> None:
+    llm = ScriptedLLM(YES, tokens=(100, 10))
+    llm.enqueue("not json at all", YES)
+    store, deps, llm = make(llm, unreadable_retries=2)
+    await add_job(store, "a.com")
+    [result] = (await process_job("job-1", deps)).results
+    assert (result.status, result.tokens_in, result.tokens_out) == (ResultStatus.DONE, 200, 20)  # both calls
+
+
 def test_a_worker_asks_a_local_server_again_and_a_provider_not() -> None:
     from firmsift.entrypoints.worker_wiring import unreadable_retries
 

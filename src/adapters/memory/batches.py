@@ -8,7 +8,16 @@ from datetime import datetime
 
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.batch_results import RowResult, shown_result
-from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
+from firmsift.domain.batches import (
+    BATCH_CANCELLED,
+    Batch,
+    BatchCancelledAlready,
+    BatchCounts,
+    BatchKeyTaken,
+    BatchPlan,
+    BatchRow,
+    domain_state,
+)
 from firmsift.domain.budgets import BatchPause
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
 from firmsift.domain.spend import total_spend
@@ -88,15 +97,16 @@ class InMemoryBatches:
         return cancelled
 
     async def reopen_failed(self, batch_id: str) -> list[str]:
+        if self.batches[batch_id].cancelled_at is not None:
+            raise BatchCancelledAlready(batch_id)
         reopened = []
         for job in self._jobs(batch_id):
-            failed_domain = any(result.status is ResultStatus.FAILED for result in job.results)
+            failed_domain = any(_unbilled_failure(result) for result in job.results)
             failed_whole = job.status is JobStatus.FAILED and job.error != BATCH_CANCELLED
             if job.status.finished and (failed_domain or failed_whole):
                 self.store.jobs[job.id] = replace(
                     job, status=JobStatus.PENDING, error=None, reply_sent=False, reply_error=None, pause=None,
-                    results=tuple(DomainResult(domain=r.domain) if r.status is ResultStatus.FAILED else r
-                                  for r in job.results))
+                    results=tuple(DomainResult(domain=r.domain) if _unbilled_failure(r) else r for r in job.results))
                 reopened.append(job.id)
         if reopened:
             self.batches[batch_id] = replace(self.batches[batch_id], reply_sent=False)
@@ -126,3 +136,9 @@ class InMemoryBatches:
         job = self.store.jobs[row.job_id]
         result = job.result_for(row.domain)
         return RowResult(row, domain_state(result.status.value, job.status, job.error), shown_result(result), job.error)
+
+
+def _unbilled_failure(result: DomainResult) -> bool:
+    """A failed domain whose call was not billed: retried (a billed one keeps its spend on record)."""
+    return (result.status is ResultStatus.FAILED and result.tokens_in is None and result.tokens_out is None
+            and result.cost_usd is None)

@@ -70,7 +70,7 @@ class PageFetcher:
 
     With `proxy` (an outbound proxy's URL: where the network allows no direct connection), each
     hop goes through it (CONNECT for https) unless `no_proxy` (NO_PROXY's value) names the host:
-    the proxy resolves the name, so the address policy is the proxy's to enforce."""
+    the proxy resolves names, so only an address written in the URL, or localhost, is refused here."""
 
     def __init__(self, *, timeout: float, max_bytes: int, max_redirects: int, allow_private_addresses: bool,
                  resolver: Resolver | None, port: int | None,
@@ -134,6 +134,7 @@ class PageFetcher:
         host = host_of(url)
         extensions: dict[str, object] = {"timeout": httpx.Timeout(self._timeout).as_dict()}
         if self._through_proxy(host):
+            self._refuse_named_private(host)
             transport = self._proxy_transport()
             request = httpx.Request("GET", url, headers=_HEADERS, extensions=extensions)
         else:
@@ -189,6 +190,21 @@ class PageFetcher:
             raise FetchFailed(HttpFailure.FORBIDDEN_ADDRESS,
                               f"homepage: refusing to fetch {host}: it resolves to {address} ({reason})")
         return addresses[0], port
+
+    def _refuse_named_private(self, host: str) -> None:
+        """Through a proxy the names are the proxy's to resolve, but an address written in a URL (a
+        redirect to 169.254.169.254, 10.0.0.1) or localhost is refused here, as without one."""
+        if self._allow_private:
+            return
+        if host == "localhost" or host.endswith(".localhost"):
+            raise FetchFailed(HttpFailure.FORBIDDEN_ADDRESS, f"homepage: refusing to fetch {host}: a loopback name")
+        try:
+            literal = str(ipaddress.ip_address(host))
+        except ValueError:
+            return
+        refused = first_refused([literal])
+        if refused:
+            raise FetchFailed(HttpFailure.FORBIDDEN_ADDRESS, f"homepage: refusing to fetch {host} ({refused[1]})")
 
     def _through_proxy(self, host: str) -> bool:
         return self._proxy is not None and host not in self._pinned and not proxy_bypass_environment(

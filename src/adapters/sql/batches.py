@@ -18,7 +18,16 @@ from firmsift.adapters.sql.store import SqlStore
 from firmsift.adapters.sql.store_rows import epoch_time, job_pause, shown_result_from_row
 from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_domains, jobs
 from firmsift.domain.batch_results import NO_RESULT, RowResult, ShownResult
-from firmsift.domain.batches import BATCH_CANCELLED, Batch, BatchCounts, BatchKeyTaken, BatchPlan, BatchRow, domain_state
+from firmsift.domain.batches import (
+    BATCH_CANCELLED,
+    Batch,
+    BatchCancelledAlready,
+    BatchCounts,
+    BatchKeyTaken,
+    BatchPlan,
+    BatchRow,
+    domain_state,
+)
 from firmsift.domain.budgets import BatchPause
 from firmsift.domain.economy import BatchMode
 from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus, ResultStatus
@@ -182,19 +191,29 @@ class SqlBatches:
 
     async def reopen_failed(self, batch_id: str) -> list[str]:
         def work(conn: Connection) -> list[str]:
+            # Locked (PostgreSQL) and read here, so a cancel cannot slip in between check and reopen.
+            cancelled = conn.execute(select(batches.c.cancelled_at).where(batches.c.id == batch_id)
+                                     .with_for_update()).scalar()
+            if cancelled is not None:
+                raise BatchCancelledAlready(batch_id)
             in_batch = select(batch_jobs.c.job_id).where(batch_jobs.c.batch_id == batch_id)
             finished = jobs.c.id.in_(in_batch) & jobs.c.status.in_([JobStatus.DONE.value, JobStatus.FAILED.value])
-            with_failed_domain = select(job_domains.c.job_id).where(
-                job_domains.c.job_id.in_(in_batch), job_domains.c.status == ResultStatus.FAILED.value)
+            retried_rows = job_domains.c.job_id.in_(in_batch) & _UNBILLED_FAILURE
+            with_failed_domain = select(job_domains.c.job_id).where(retried_rows)
             failed_whole = (jobs.c.status == JobStatus.FAILED.value) & (func.coalesce(jobs.c.error, "") != BATCH_CANCELLED)
             reopened = list(conn.execute(select(jobs.c.id).where(
                 finished, jobs.c.id.in_(with_failed_domain) | failed_whole).order_by(jobs.c.id)).scalars())
             if not reopened:
                 return []
+            rows = job_domains.c.job_id.in_(reopened) & _UNBILLED_FAILURE
             # A batch job's domain has a job_domains row once it has an answer (migration 0017): a
-            # failed one without its row is pending again; its job is PENDING, its reply unsent.
-            conn.execute(delete(job_domains).where(job_domains.c.job_id.in_(reopened),
-                                                   job_domains.c.status == ResultStatus.FAILED.value))
+            # failed one without its row is pending again. A job from before 0017 lists its domains
+            # only in its rows: those are made PENDING rows again instead.
+            listed = select(jobs.c.id).where(jobs.c.id.in_(reopened), jobs.c.batch_domains.is_not(None))
+            conn.execute(delete(job_domains).where(rows, job_domains.c.job_id.in_(listed)))
+            conn.execute(update(job_domains).where(rows).values(
+                {**{name: None for name in _RESULT_COLUMNS}, "status": ResultStatus.PENDING.value, "reason": "",
+                 "evidence": "[]"}))
             conn.execute(update(jobs).where(jobs.c.id.in_(reopened)).values(
                 status=JobStatus.PENDING.value, error=None, reply_sent=False, reply_error=None, updated_at=time.time()))
             conn.execute(update(batches).where(batches.c.id == batch_id).values(reply_sent=False))
@@ -218,6 +237,14 @@ class SqlBatches:
     async def record_reply(self, batch_id: str) -> None:
         await in_transaction(self.engine, lambda conn: conn.execute(
             update(batches).where(batches.c.id == batch_id).values(reply_sent=True)))
+
+
+# A failed row is retried only when its call was not billed (a timeout, a provider error): deleting
+# a billed one (an answer that could not be read) would drop its tokens and cost from the spend
+# ledger and the batch's spend, which add up these rows.
+_UNBILLED_FAILURE = ((job_domains.c.status == ResultStatus.FAILED.value) & job_domains.c.tokens_in.is_(None)
+                     & job_domains.c.tokens_out.is_(None) & job_domains.c.cost_usd.is_(None))
+_RESULT_COLUMNS = tuple(name for name in job_domains.c.keys() if name not in ("job_id", "position", "domain"))
 
 
 def _unwritten_query(batch_id: str) -> Select[Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 from firmsift.adapters.llm.endpoint import is_local_api_base
-from firmsift.adapters.llm.served_slots import served_slots
 from firmsift.entrypoints.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -20,6 +19,8 @@ def llm_concurrency(settings: Settings) -> int:
     if "llm_concurrency" in settings.model_fields_set or not is_local_api_base(settings.llm_api_base):
         return settings.llm_concurrency
     assert settings.llm_api_base is not None
+    from firmsift.adapters.llm.served_slots import served_slots  # httpx: only toward a local server
+
     slots = served_slots(settings.llm_api_base)
     said = (f"serves {slots} calls at once (its total_slots): a worker makes {slots} at once" if slots else
             "does not say how many calls it serves at once (no llama.cpp /props): a worker makes one at a time")

@@ -335,9 +335,11 @@ def test_classify_says_at_once_when_the_api_is_unreachable_and_ctrl_c_exits_130_
     import signal
 
     with refusing_port() as closed:
+        # SIGINT as a terminal leaves it: a pytest-xdist worker ignores it, and a child inherits that.
         run = subprocess.Popen([sys.executable, "-m", "firmsift.entrypoints.cli.main", "classify", "--api",
                                 f"http://127.0.0.1:{closed}", "unilever.com"], cwd=REPO, stderr=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, text=True)
+                               stdout=subprocess.DEVNULL, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             assert run.stderr is not None
             first = run.stderr.readline()  # said at the first refused connection, not after ~30 s of retries

@@ -35,8 +35,11 @@ def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both(tm
     for variable in ("FIRMSIFT_LLM_MODEL", "FIRMSIFT_LLM_API_BASE", "FIRMSIFT_LLM_API_KEY", "OPENAI_API_KEY"):
         env.pop(variable, None)
     with log.open("wb") as out:
+        # SIGINT as a terminal leaves it: a pytest-xdist worker ignores it, and bash cannot trap a
+        # signal that was ignored when it started.
         script = subprocess.Popen([str(REPO / "dev"), "local", "--port", "0"], cwd=REPO, env=env, stdout=out,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+                                  stderr=subprocess.STDOUT, start_new_session=True,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         port = wait_until(lambda: (m := SERVE_LISTENING.search(log.read_text())) and int(m.group(1)), 240,
                           "firmsift serve never listened", interval=0.5)

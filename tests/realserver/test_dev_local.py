@@ -55,7 +55,8 @@ def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both(tm
         # `firmsift eval`'s to say.
         assert result["source"] == "llm", job
         assert result["status"] == "DONE" or "could not be read" in (result["error"] or ""), job
-        served = (Path(sys.prefix) / "local-llm.log").read_text()
+        server_log = re.search(r"\(log: (\S+)\)", log.read_text()).group(1)  # type: ignore[union-attr]
+        served = Path(server_log).read_text()
         assert '"POST /v1/chat/completions HTTP/1.1" 200' in served
 
         if stop == "sigterm":  # to the script only (a service manager): it passes the stop on

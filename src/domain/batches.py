@@ -119,6 +119,16 @@ class BatchKeyTaken(Exception):
         self.existing = existing
 
 
+def max_rows(max_domains: int) -> int:
+    """The most rows one batch may have: ROWS_PER_ALLOWED_DOMAIN per allowed unique domain."""
+    return ROWS_PER_ALLOWED_DOMAIN * max_domains
+
+
+def too_many_rows(max_domains: int) -> TooManyDomains:
+    return TooManyDomains(f"more than {max_rows(max_domains)} rows in one batch "
+                          f"(at most {ROWS_PER_ALLOWED_DOMAIN} per allowed unique domain); split the list")
+
+
 class BatchPlan:
     """Reads rows into chunks of jobs and rows; after the chunks are consumed, `batch()` is the
     batch with its counts. TooManyDomains once more than `max_domains` unique domains, or
@@ -147,9 +157,8 @@ class BatchPlan:
         open_id = self._new_job_id()
         for item in self._rows:
             self._total += 1
-            if self._total > ROWS_PER_ALLOWED_DOMAIN * self._max_domains:
-                raise TooManyDomains(f"more than {ROWS_PER_ALLOWED_DOMAIN * self._max_domains} rows in one batch "
-                                     f"(at most {ROWS_PER_ALLOWED_DOMAIN} per allowed unique domain); split the list")
+            if self._total > max_rows(self._max_domains):
+                raise too_many_rows(self._max_domains)
             outcome = self._domain_of(item.value)
             if isinstance(outcome, DomainRejected):
                 self._rejected += 1

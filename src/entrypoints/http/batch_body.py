@@ -15,15 +15,12 @@ from firmsift.domain.batches import InputRow
 from firmsift.domain.normalize import DomainRejected
 from firmsift.entrypoints.cli.csv_files import CsvFileError
 from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
-from firmsift.entrypoints.http.contract.requests import BatchRequest
-from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.errors import BodyRejected
-from firmsift.entrypoints.http.json_body import json_document
 
 JSON = "application/json"
 CSV = "text/csv"
 # What json.dumps(value, ensure_ascii=False) writes, without building an encoder for each row.
-_ORIGINAL_JSON = json.JSONEncoder(ensure_ascii=False).encode
+ORIGINAL_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass(frozen=True)
@@ -68,17 +65,9 @@ async def spool_body(request: Request, folder: Path, max_bytes: int) -> SpooledB
     return SpooledBody(path, digest.hexdigest())
 
 
-def json_rows(body: SpooledBody) -> tuple[object, list[object], object]:
-    """(classifier, domains, mode) of a JSON body, checked as BatchRequest (mode None when not
-    given; an explicit null is refused); 400 malformed_json or 422 invalid_request otherwise."""
-    document = json_document(body.path.read_bytes())  # the same rules as every other JSON body
-    request = validated(BatchRequest, document)
-    return request.classifier, request.domains, request.mode
-
-
 def json_input_rows(domains: list[object]) -> Iterator[InputRow]:
     for position, item in enumerate(domains):
-        yield InputRow(position, None, _ORIGINAL_JSON(item), item)
+        yield InputRow(position, None, ORIGINAL_JSON(item), item)
 
 
 class CsvUpload:
@@ -107,7 +96,7 @@ class CsvUpload:
                         value = DomainRejected(f"has {len(cells)} cells but the header has {width}: "
                                                "a delimiter inside an unquoted cell?")
                         padded = cells
-                    yield InputRow(position, line, _ORIGINAL_JSON(padded), value)
+                    yield InputRow(position, line, ORIGINAL_JSON(padded), value)
         except CsvFileError as error:
             raise BodyRejected(400, "bad_csv", self._message(error)) from None
 

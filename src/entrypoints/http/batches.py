@@ -27,7 +27,8 @@ from firmsift.domain.keys import Caller
 from firmsift.domain.model import Classifier
 from firmsift.domain.normalize import normalize_domain
 from firmsift.entrypoints.http.auth import Gate
-from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, json_input_rows, json_rows, spool_body
+from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, spool_body
+from firmsift.entrypoints.http.batch_json import read_json_batch
 from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.settings import Settings
@@ -97,9 +98,9 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
                 finally:
                     upload.close()
             else:
-                classifier, domains, named_mode = await asyncio.to_thread(json_rows, body)
-                mode = mode if named_mode is None else named_mode
-                submission = await accept(command(classifier, json_input_rows(domains), normalize_domain,
+                batch = await asyncio.to_thread(read_json_batch, body.path, settings.max_domains_per_batch)
+                mode = mode if batch.mode is None else batch.mode
+                submission = await accept(command(batch.classifier, batch.rows(), normalize_domain,
                                                   identity.hexdigest()), dry_run)
         if isinstance(submission, dict):
             return JSONResponse(submission)  # the dry run: nothing recorded, nothing to reply

@@ -86,6 +86,23 @@ def test_undo_restores_the_earlier_answer_then_none_then_says_there_is_nothing(t
     assert bad.returncode == 2 and "domain 'localhost'" in bad.stderr
 
 
+def test_notes_a_spreadsheet_would_run_come_back_from_the_export_unchanged(tmp_path: Path) -> None:
+    assert firmsift(tmp_path, "db", "upgrade").returncode == 0
+    (tmp_path / "notes.csv").write_text('domain,answer,note\nacme.com,no,"=HYPERLINK(""http://evil"")"\n'
+                                        "soap.com,yes,-5% margin: makes soap\n", encoding="utf-8")
+    assert "imported 2 human answer(s)" in firmsift(tmp_path, "answers", "import", str(tmp_path / "notes.csv")).stdout
+    exported = firmsift(tmp_path, "answers", "list", "--csv").stdout
+    assert [r["note"] for r in csv.DictReader(io.StringIO(exported))] == ["'=HYPERLINK(\"http://evil\")",
+                                                                           "'-5% margin: makes soap"]
+    (tmp_path / "exported.csv").write_text(exported, encoding="utf-8")
+    assert "imported 0 human answer(s), 2 unchanged; 0 row(s) rejected" in firmsift(
+        tmp_path, "answers", "import", str(tmp_path / "exported.csv")).stdout
+    assert [json.loads(line)["note"] for line in firmsift(tmp_path, "answers", "list").stdout.splitlines()] \
+        == ['=HYPERLINK("http://evil")', "-5% margin: makes soap"]
+    # One undo takes the answer back to none: the import added nothing to the history.
+    assert "no human answer now" in firmsift(tmp_path, "answers", "undo", "acme.com").stdout
+
+
 def test_eval_takes_a_labels_file_or_human_labels_never_both_nor_neither(tmp_path: Path) -> None:
     assert firmsift(tmp_path, "db", "upgrade").returncode == 0
     (tmp_path / "labels.csv").write_text("domain,label\nacme.com,yes\n", encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from firmsift.domain.errors import InvalidRequest, UnknownClassifier
-from firmsift.domain.human_answer_documents import CSV_COLUMNS, csv_header, csv_line, human_answer_document
+from firmsift.domain.human_answer_documents import CSV_COLUMNS, csv_cells, csv_header, csv_line, human_answer_document
 from firmsift.domain.clock import utc_now
 from firmsift.domain.human_answers import HumanAnswer, parse_answer_word, read_human_answer
 from firmsift.entrypoints.cli.command_errors import CommandError
@@ -40,7 +40,9 @@ def add_answers_parser(commands: Any) -> None:
                     "of its (domain, classifier); one that says the same as the stored one changes nothing, so "
                     "importing a file twice is harmless. Bad rows (and a domain listed twice) are reported with "
                     "their line numbers and skipped; the others are imported. Exits 1 if any row was rejected. "
-                    f"`firmsift answers list --csv` writes this format ({', '.join(CSV_COLUMNS)}).")
+                    f"`firmsift answers list --csv` writes this format ({', '.join(CSV_COLUMNS)}); the ' it puts "
+                    "before a cell a spreadsheet would run as a formula is taken off again, so importing an "
+                    "export changes nothing.")
     importer.add_argument("file", type=Path, help="CSV file")
     importer.add_argument("--classifier", default=DEFAULT_CLASSIFIER,
                           help=f"classifier of rows that name none (default: {DEFAULT_CLASSIFIER})")
@@ -88,7 +90,8 @@ async def _import(container: Container, path: Path, default_classifier: str) -> 
     problems: list[str] = []
     rows: list[HumanAnswer] = []
     seen: dict[tuple[str, str], int] = {}
-    for line, record in records:
+    for line, written in records:
+        record = csv_cells(written)  # our own export's escaping undone: importing it back changes nothing
         try:
             human = read_human_answer(record.get("domain", ""),
                                       known_classifier(record.get("classifier") or default_classifier, catalog),

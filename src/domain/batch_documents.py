@@ -10,8 +10,11 @@ from firmsift.domain.batches import Batch, BatchCounts, BatchRow, BatchStatus
 from firmsift.domain.budgets import batch_pause_document
 
 
+REJECTED_LISTED = 1000  # rejected rows a 202 lists (the results list every row); a body stays bounded
+
+
 def accepted_batch_document(batch: Batch, rejected: list[BatchRow]) -> dict[str, Any]:
-    """The 202 body: counts, and each rejected row with where it stood and why."""
+    """The 202 body: counts, and the first REJECTED_LISTED rejected rows with where each stood and why."""
     return {
         "batch_id": batch.id,
         "classifier": batch.classifier,
@@ -19,7 +22,8 @@ def accepted_batch_document(batch: Batch, rejected: list[BatchRow]) -> dict[str,
         "total": batch.total,
         "accepted": batch.accepted,
         "duplicates": batch.duplicates,
-        "rejected": [_rejected(row) for row in rejected],
+        "rejected": [_rejected(row) for row in rejected[:REJECTED_LISTED]],
+        "rejected_total": batch.rejected,
     }
 
 

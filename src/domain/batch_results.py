@@ -126,8 +126,8 @@ def json_line(batch: Batch, item: RowResult) -> str:
         # The stored original is this very encoder's text of the item (batch_body writes it so).
         head += '"input": ' + row.original
     else:
-        values = json.loads(row.original)
-        document: dict[str, Any] = {"input": dict(zip(batch.columns, values))}
+        values = json.loads(row.original)  # the cells the row has: a short row is stored short
+        document: dict[str, Any] = {"input": dict(zip(batch.columns, _padded(values, len(batch.columns))))}
         if len(values) > len(batch.columns):
             document["extra_cells"] = values[len(batch.columns):]
         head += _ENCODE(document)[1:-1]
@@ -149,6 +149,20 @@ def _answer_json(item: RowResult) -> str:
     if item.result is NO_RESULT and item.state == "PENDING" and item.row.job_id is not None:
         return f'"classified_domain": {_STRING(item.row.domain)}{_PENDING_JSON}{_STRING(item.row.job_id)}'
     return _ENCODE(_add_answer({}, item))[1:-1]
+
+
+RESULT_CHARS = 16_000_000  # what one page of result lines may hold in memory, about, in characters
+ANSWER_CHARS = 1000  # what a line adds to its row's cells, about: the answer, its reason and evidence
+
+
+def rows_per_page(batch: Batch, widest_row: int, most: int, *, page_chars: int = RESULT_CHARS,
+                  per_cell: int = 6) -> int:
+    """How many rows a page may hold (at most `most`, at least 1) for its lines to stay within
+    `page_chars`, given the batch's widest stored row (its cells as JSON text, in characters)
+    and `per_cell` characters a line spends on each column whatever it holds (its name, quotes)."""
+    columns = input_columns(batch)
+    line = widest_row + sum(len(name) + per_cell for name in columns) + ANSWER_CHARS
+    return max(1, min(most, page_chars // line))
 
 
 def input_columns(batch: Batch) -> list[str]:
@@ -182,8 +196,13 @@ def csv_lines(batch: Batch, items: Iterable[RowResult]) -> str:
     for item in items:
         values = json.loads(item.row.original)
         cells = [str(v) for v in values] if batch.columns is not None else [_input_cell(values)]
-        writer.writerow([*cells[:width], *_answer_cells(item), *cells[width:]])
+        writer.writerow([*_padded(cells[:width], width), *_answer_cells(item), *cells[width:]])
     return out.getvalue()
+
+
+def _padded(cells: list[Any], width: int) -> list[Any]:
+    """A row's cells up to the header's width: the cells a short row lacks are empty."""
+    return cells + [""] * (width - len(cells)) if len(cells) < width else cells
 
 
 def _answer_cells(item: RowResult) -> list[str]:

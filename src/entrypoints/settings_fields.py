@@ -104,6 +104,11 @@ class SettingsFields(BaseSettings):
     max_body_bytes: int = Field(65536, ge=1024)
     max_domains_per_batch: int = Field(100_000, ge=1, description="unique domains in one POST /batches")
     max_batch_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="largest POST /batches body, in bytes")
+    max_csv_columns: int = Field(1000, ge=1, le=100_000, description="columns a batch's CSV header may have")
+    # At most the csv module's own limit on one cell (131,072 characters).
+    max_row_chars: int = Field(65536, ge=1024, le=131_072,
+                               description="characters one batch row may have: a CSV record, a pasted line, "
+                                           "a string in a JSON list")
     backend_timeout: float = Field(5.0, gt=0, description="API: longest wait on the database or queue before a 503")
     max_header_bytes: int = Field(16384, ge=1024, le=1048576, description="largest accepted request headers, in bytes")
     header_timeout: float = Field(10.0, gt=0, le=300, description="seconds a client has to send a request's line and headers")

@@ -21,8 +21,11 @@ class BatchStore(Protocol):
     async def owned_batches(self, owner: str, limit: int) -> list[Batch]:
         """The owner's `limit` newest batches, newest first (the web app's list)."""
 
-    async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
-        """The batch's rejected rows, in input order."""
+    async def rejected_rows(self, batch_id: str, limit: int) -> list[BatchRow]:
+        """The batch's first `limit` rejected rows, in input order."""
+
+    async def widest_row(self, batch_id: str) -> int:
+        """The length, in characters, of the batch's longest stored row (its `original`); 0 for none."""
 
     async def counts(self, batch_id: str) -> BatchCounts:
         """Where the batch's unique domains stand (see batches.domain_state)."""

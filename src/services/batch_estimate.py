@@ -8,9 +8,10 @@ import asyncio
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from firmsift.domain.batch_documents import accepted_batch_document
+from firmsift.domain.batch_documents import REJECTED_LISTED, accepted_batch_document
 from firmsift.domain.batches import Batch, BatchChunk, BatchPlan, BatchRow
 from firmsift.domain.clock import utc_now
 from firmsift.domain.economy import BatchMode, batch_mode
@@ -67,7 +68,8 @@ class BatchEstimator:
         rejected: list[BatchRow] = []
         chunks = plan.chunks()
         while (chunk := await asyncio.to_thread(_next_chunk, chunks)) is not None:
-            rejected.extend(row for row in chunk.rows if row.rejection is not None)
+            rejected.extend(islice((row for row in chunk.rows if row.rejection is not None),
+                                   REJECTED_LISTED - len(rejected)))
             tally = await self._tally(tally, [domain for job in chunk.jobs for domain in job.domains], classifier, now)
         per_question = tokens_per_question(await self.history.token_history(classifier.name), classifier)
         tokens_in, tokens_out = estimated_tokens(tally, per_question)

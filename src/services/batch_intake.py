@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from firmsift.domain.batch_documents import REJECTED_LISTED
 from firmsift.domain.batches import Batch, BatchKeyTaken, BatchPlan, BatchRow, InputRow
 from firmsift.domain.clock import utc_now
 from firmsift.domain.economy import BatchMode, batch_mode
@@ -48,7 +49,7 @@ class SubmitBatch:
 
 @dataclass(frozen=True)
 class BatchSubmission:
-    """The batch a request stands for, its rejected rows, and whether it is an earlier batch
+    """The batch a request stands for, its first rejected rows (REJECTED_LISTED), and whether it is an earlier batch
     returned again for a repeated Idempotency-Key."""
 
     batch: Batch
@@ -83,8 +84,9 @@ async def submit_batch(command: SubmitBatch, *, catalog: Mapping[str, Classifier
     except BatchKeyTaken as taken:
         if taken.existing.request_hash != command.request_hash:
             raise IdempotencyKeyReused(command.idempotency_key or "", taken.existing.id) from None
-        return BatchSubmission(taken.existing, await batches.rejected_rows(taken.existing.id), replayed=True)
-    return BatchSubmission(accepted, await batches.rejected_rows(accepted.id))
+        return BatchSubmission(taken.existing, await batches.rejected_rows(taken.existing.id, REJECTED_LISTED),
+                               replayed=True)
+    return BatchSubmission(accepted, await batches.rejected_rows(accepted.id, REJECTED_LISTED))
 
 
 class RecordBatchThenPublish:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from firmsift.domain.batch_documents import progress_document
-from firmsift.domain.batch_results import RowResult
+from firmsift.domain.batch_results import RowResult, rows_per_page
 from firmsift.domain.batches import Batch, BatchNotFound
 from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import JobNotFound
@@ -39,7 +39,9 @@ async def find_batch(batch_id: str, owner: str, batches: BatchStore) -> Batch:
 
 async def result_pages(batch: Batch, batches: BatchStore, page_rows: int = RESULT_PAGE_ROWS,
                        start: int = 0) -> AsyncIterator[list[RowResult]]:
-    """The batch's rows from index `start` with their results, in input order, one page from the store at a time."""
+    """The batch's rows from index `start` with their results, in input order, one page from the
+    store at a time: of `page_rows` rows, fewer where the batch's rows are wide (rows_per_page)."""
+    page_rows = rows_per_page(batch, await batches.widest_row(batch.id), page_rows)
     after = start - 1
     while page := await batches.result_page(batch.id, after=after, limit=page_rows):
         yield page

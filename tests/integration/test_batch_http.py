@@ -66,8 +66,10 @@ def test_a_json_batch_is_accepted_split_into_jobs_and_queued(client: TestClient,
     response = post_json(client, key, ["a.com", "https://www.A.com/", "10.0.0.1", *[f"d{i}.com" for i in range(12)]])
     assert response.status_code == 202, response.text
     body = response.json()
-    assert set(body) == {"batch_id", "classifier", "mode", "total", "accepted", "duplicates", "rejected"}
+    assert set(body) == {"batch_id", "classifier", "mode", "total", "accepted", "duplicates", "rejected",
+                         "rejected_total"}
     assert (body["total"], body["accepted"], body["duplicates"], body["mode"]) == (15, 13, 1, "standard")
+    assert body["rejected_total"] == 1
     assert body["rejected"] == [{"index": 2, "reason": "is an IP address, not a host name"}]
     assert response.headers["location"] == f"/batches/{body['batch_id']}"
     # 13 domains in jobs of FIRMSIFT_MAX_DOMAINS_PER_JOB (10): two jobs, two messages.
@@ -76,6 +78,18 @@ def test_a_json_batch_is_accepted_split_into_jobs_and_queued(client: TestClient,
     shown = client.get(f"/batches/{body['batch_id']}", headers=key).json()
     assert (shown["status"], shown["total"], shown["pending"], shown["estimated_finish_at"]) == ("RUNNING", 13, 13, None)
     assert shown["spend"] == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cost_unknown_domains": 0}
+
+
+def test_the_answer_lists_the_first_thousand_rejected_rows_and_counts_them_all(client: TestClient, key) -> None:
+    # Every rejected row listed, a list of 10 rows per allowed domain made the 202 as big as the body allows.
+    domains = ["a.com", *[0] * 1200]  # 3.6 KB: within the fixture's 4 KB body limit
+    response = post_json(client, key, domains)
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert (body["total"], body["accepted"], body["rejected_total"]) == (1201, 1, 1200)
+    assert [r["index"] for r in body["rejected"]] == list(range(1, 1001))
+    estimate = client.post("/batches?dry_run=true", json={"domains": domains}, headers=key).json()
+    assert (len(estimate["rejected"]), estimate["rejected_total"]) == (1000, 1200)
 
 
 def test_a_csv_upload_keeps_its_rows_and_answers_them_in_input_order(client: TestClient, container, key) -> None:

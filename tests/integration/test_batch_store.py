@@ -60,8 +60,9 @@ async def test_a_batch_keeps_every_row_in_order_with_its_original(batches) -> No
     assert page[3].row.job_id == page[0].row.job_id == "b1-job0" and page[3].row.domain == "a.com"
     rest = await batches.result_page("b1", after=page[-1].row.position, limit=4)
     assert [r.row.position for r in rest] == [4, 5]
-    assert [(r.position, r.rejection) for r in await batches.rejected_rows("b1")] == [
+    assert [(r.position, r.rejection) for r in await batches.rejected_rows("b1", limit=10)] == [
         (2, "contains whitespace or backslashes"), (5, "must be a string, not int")]
+    assert [r.position for r in await batches.rejected_rows("b1", limit=1)] == [2]
     counts = await batches.counts("b1")
     assert (counts.pending, counts.done, counts.failed, counts.cancelled) == (3, 0, 0, 0)
 

@@ -30,7 +30,7 @@ def test_every_rows_cells_are_kept_and_written_back_in_order(records: list[tuple
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "body"
         path.write_text(out.getvalue(), encoding="utf-8", newline="")
-        upload = CsvUpload(SpooledBody(path, ""), "Website")
+        upload = CsvUpload(SpooledBody(path, ""), "Website", max_columns=1000, max_row_chars=65536)
         rows = list(upload.rows())
     assert upload.header == ("Name", "Website")
     assert [row.position for row in rows] == list(range(len(records)))

@@ -28,7 +28,7 @@ _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4) | st.
 def _read(tmp_path: Path, body: bytes, max_domains: int = MAX_DOMAINS):
     path = tmp_path / "body"
     path.write_bytes(body)
-    return read_json_batch(path, max_domains)
+    return read_json_batch(path, max_domains, 65536)
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -59,8 +59,11 @@ class InMemoryBatches:
         owned = [batch for batch in self.batches.values() if batch.owner == owner]
         return sorted(owned, key=lambda batch: batch.created_at, reverse=True)[:limit]
 
-    async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
-        return [row for row in self.rows.get(batch_id, []) if row.rejection is not None]
+    async def rejected_rows(self, batch_id: str, limit: int) -> list[BatchRow]:
+        return [row for row in self.rows.get(batch_id, []) if row.rejection is not None][:limit]
+
+    async def widest_row(self, batch_id: str) -> int:
+        return max((len(row.original) for row in self.rows.get(batch_id, [])), default=0)
 
     async def counts(self, batch_id: str) -> BatchCounts:
         tally = {"DONE": 0, "FAILED": 0, "PENDING": 0, "CANCELLED": 0}

@@ -117,10 +117,15 @@ class SqlBatches:
         query = select(batches).where(batches.c.owner == owner).order_by(batches.c.created_at.desc()).limit(limit)
         return await in_transaction(self.engine, lambda conn: [_batch(r) for r in conn.execute(query).mappings()])
 
-    async def rejected_rows(self, batch_id: str) -> list[BatchRow]:
+    async def rejected_rows(self, batch_id: str, limit: int) -> list[BatchRow]:
         query = (select(batch_rows).where(batch_rows.c.batch_id == batch_id, batch_rows.c.rejection.is_not(None))
-                 .order_by(batch_rows.c.position))
+                 .order_by(batch_rows.c.position).limit(limit))
         return await in_transaction(self.engine, lambda conn: [_row(r) for r in conn.execute(query).mappings()])
+
+    async def widest_row(self, batch_id: str) -> int:
+        query = select(func.coalesce(func.max(func.length(batch_rows.c.original)), 0)).where(
+            batch_rows.c.batch_id == batch_id)
+        return int(await in_transaction(self.engine, lambda conn: conn.execute(query).scalar_one()))
 
     async def counts(self, batch_id: str) -> BatchCounts:
         query = (

@@ -90,15 +90,48 @@ def _sniff_delimiter(sample: str, *, complete: bool) -> str:
     return best
 
 
-class CsvReader:
-    """The header and then each record with the line it starts on, read as the file is consumed."""
+class CsvRecordTooLong(CsvFileError):
+    """A record (the header included) longer than the reader allows: refused before it is held whole."""
 
-    def __init__(self, path: Path, fmt: CsvFormat) -> None:
+
+class _BoundedLines:
+    """The file's lines for csv.reader, refusing a record once its lines pass `limit` characters
+    (read at most limit + 1 at a time, so no longer line is ever held)."""
+
+    def __init__(self, handle: TextIO, limit: int) -> None:
+        self._handle = handle
+        self._limit = limit
+        self.record_chars = 0  # of the record being read; the reader sets it to 0 at each record
+
+    def __iter__(self) -> _BoundedLines:
+        return self
+
+    def __next__(self) -> str:
+        room = self._limit - self.record_chars
+        line = self._handle.readline(room + 1)
+        if not line:
+            raise StopIteration
+        self.record_chars += len(line)
+        if len(line) > room:
+            raise CsvRecordTooLong(f"a row longer than {self._limit} characters")
+        return line
+
+
+class CsvReader:
+    """The header and then each record with the line it starts on, read as the file is consumed;
+    with `max_record_chars`, CsvRecordTooLong for a longer record, before it is held."""
+
+    def __init__(self, path: Path, fmt: CsvFormat, max_record_chars: int | None = None) -> None:
         self.path = path
         self.format = fmt
         self._handle: TextIO = path.open(encoding=fmt.encoding, newline="")
-        self._reader = csv.reader(self._handle, delimiter=fmt.delimiter)
-        header = self._next()
+        self._lines = _BoundedLines(self._handle, max_record_chars) if max_record_chars else None
+        self._reader = csv.reader(self._lines or self._handle, delimiter=fmt.delimiter)
+        try:
+            header = self._next()
+        except CsvFileError:
+            self.close()
+            raise
         if header is None:
             self.close()
             raise CsvFileError(f"{path}: is empty (no header row)")
@@ -110,10 +143,14 @@ class CsvReader:
 
     def _next(self) -> tuple[int, list[str]] | None:
         line = self._reader.line_num + 1
+        if self._lines is not None:
+            self._lines.record_chars = 0
         try:
             return line, next(self._reader)
         except StopIteration:
             return None
+        except CsvRecordTooLong as error:
+            raise CsvRecordTooLong(f"{self.path}: line {line}: {error}") from None
         except UnicodeDecodeError:
             line = _first_undecodable_line(self.path, self.format.encoding)
             raise CsvFileError(f"{self.path}: line {line}: not {self.format.encoding} text; name the file's encoding "

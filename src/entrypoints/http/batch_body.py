@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from starlette.requests import Request
 from firmsift.domain.batches import InputRow
 from firmsift.domain.normalize import DomainRejected
 from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
+from firmsift.entrypoints.cli.csv_stream import CsvReader, CsvRecordTooLong, detect_format, find_column
 from firmsift.entrypoints.http.errors import BodyRejected
 
 JSON = "application/json"
@@ -65,47 +65,57 @@ async def spool_body(request: Request, folder: Path, max_bytes: int) -> SpooledB
     return SpooledBody(path, digest.hexdigest())
 
 
-def json_input_rows(domains: list[object]) -> Iterator[InputRow]:
+def json_input_rows(domains: Iterable[object]) -> Iterator[InputRow]:
     for position, item in enumerate(domains):
         yield InputRow(position, None, ORIGINAL_JSON(item), item)
 
 
 class CsvUpload:
     """A CSV upload read as the CLI reads files (encoding from its BOM, delimiter sniffed), with
-    the domain column named by the caller: 400 naming the column and those found when absent."""
+    the domain column named by the caller: 400 naming the column and those found when absent;
+    413 for a header of more than `max_columns` or a row of more than `max_row_chars`."""
 
-    def __init__(self, body: SpooledBody, column: str) -> None:
+    def __init__(self, body: SpooledBody, column: str, *, max_columns: int, max_row_chars: int) -> None:
         self._path = body.path
         try:
-            self._reader = CsvReader(body.path, detect_format(body.path))
+            self._reader = CsvReader(body.path, detect_format(body.path), max_record_chars=max_row_chars)
             self.header = tuple(self._reader.header)
+            if len(self.header) > max_columns:
+                self._reader.close()
+                raise BodyRejected(413, "too_many_columns", f"the header has {len(self.header)} columns; at most "
+                                                            f"{max_columns} (FIRMSIFT_MAX_CSV_COLUMNS): leave out "
+                                                            "the columns firmsift does not need")
             self._column = find_column(self._reader.header, column, ())
         except CsvFileError as error:
-            raise BodyRejected(400, "bad_csv", self._message(error)) from None
+            raise self._refusal(error) from None
 
     def rows(self) -> Iterator[InputRow]:
-        """Each record as an InputRow: padded to the header's width; a record with further
-        non-empty cells is rejected (its columns no longer line up) and keeps them all."""
+        """Each record as an InputRow, with the cells it has (a short row is not padded, and empty
+        cells past the header's width are left out); a record with further non-empty cells is
+        rejected (its columns no longer line up) and keeps them all."""
         width = len(self.header)
         try:
             with self._reader:
                 for position, (line, cells) in enumerate(self._reader):
-                    padded = cells[:width] + [""] * (width - len(cells))
-                    value: object = padded[self._column]
-                    if any(cell.strip() for cell in cells[width:]):
-                        value = DomainRejected(f"has {len(cells)} cells but the header has {width}: "
-                                               "a delimiter inside an unquoted cell?")
-                        padded = cells
-                    yield InputRow(position, line, ORIGINAL_JSON(padded), value)
+                    value: object = cells[self._column] if self._column < len(cells) else ""
+                    if len(cells) > width:
+                        if any(cell.strip() for cell in cells[width:]):
+                            value = DomainRejected(f"has {len(cells)} cells but the header has {width}: "
+                                                   "a delimiter inside an unquoted cell?")
+                        else:
+                            cells = cells[:width]
+                    yield InputRow(position, line, ORIGINAL_JSON(cells), value)
         except CsvFileError as error:
-            raise BodyRejected(400, "bad_csv", self._message(error)) from None
+            raise self._refusal(error) from None
 
     def close(self) -> None:
         self._reader.close()
 
-    def _message(self, error: CsvFileError) -> str:
+    def _refusal(self, error: CsvFileError) -> BodyRejected:
         """The CLI's message, said of the upload (not of a temporary file) and of what an HTTP caller can do."""
         message = str(error).replace(f"{self._path}: ", "the upload: ")
         if "; name the file's encoding" in message:
             message = message.split("; name the file's encoding")[0] + " (send UTF-8, or UTF-16 with a byte-order mark)"
-        return message
+        if isinstance(error, CsvRecordTooLong):
+            return BodyRejected(413, "row_too_large", f"{message} (FIRMSIFT_MAX_ROW_CHARS)")
+        return BodyRejected(400, "bad_csv", message)

@@ -53,14 +53,15 @@ class JsonBatch:
                 yield InputRow(position, None, ORIGINAL_JSON(item), item)
 
 
-def read_json_batch(path: Path, max_domains: int) -> JsonBatch:
+def read_json_batch(path: Path, max_domains: int, max_chars: int) -> JsonBatch:
     """The body at `path` checked as BatchRequest without building it: 400 malformed_json (the
     rules of every JSON body: UTF-8, no NaN, Infinity or number out of range, no unpaired surrogate
-    escape, at most MAX_DEPTH levels), 422 invalid_request, or 413 too_many_domains as soon as
-    `domains` holds more entries than a batch may have rows."""
+    escape, at most MAX_DEPTH levels), 422 invalid_request, 413 too_many_domains as soon as
+    `domains` holds more entries than a batch may have rows, or 413 row_too_large for a string of
+    more than `max_chars` characters."""
     surrogates = _may_hold_surrogate_escape(path)
     try:
-        batch = _first_pass(path, _FAST, max_domains)  # the syntax is the C parser's: JSON's, strictly
+        batch = _first_pass(path, _FAST, max_domains, max_chars)  # the syntax is the C parser's: JSON's, strictly
         if not surrogates:
             return batch
     except (ijson.JSONError, ValueError) as error:
@@ -70,12 +71,12 @@ def read_json_batch(path: Path, max_domains: int) -> JsonBatch:
     # The pure-Python parser reads the values; where the C one stopped at a long integer, the syntax
     # after it too (a little more lax there: `+1` and `01` pass as numbers).
     try:
-        return _first_pass(path, _EXACT, max_domains)
+        return _first_pass(path, _EXACT, max_domains, max_chars)
     except (ijson.JSONError, ValueError) as error:
         raise _not_json(path, error) from None
 
 
-def _first_pass(path: Path, backend: ModuleType, max_domains: int) -> JsonBatch:
+def _first_pass(path: Path, backend: ModuleType, max_domains: int, max_chars: int) -> JsonBatch:
     fields: dict[str, Any] = {}
     document: object = None
     entries, depth, key, values = 0, 0, "", 0  # values: those begun at the top level
@@ -89,6 +90,9 @@ def _first_pass(path: Path, backend: ModuleType, max_domains: int) -> JsonBatch:
             events = (backend.parse(body, use_float=True) if exact else
                       backend.parse(followed, use_float=True, multiple_values=True))
             for _prefix, event, value in events:
+                if isinstance(value, str) and len(value) > max_chars:
+                    raise BodyRejected(413, "row_too_large", f"a string of {len(value)} characters; at most "
+                                                             f"{max_chars} (FIRMSIFT_MAX_ROW_CHARS)")
                 if exact and isinstance(value, str):
                     value.encode("utf-8")  # UnicodeEncodeError for an unpaired surrogate
                 elif isinstance(value, float) and math.isinf(value):  # yajl reads -1e400 as -inf

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import tempfile
+from functools import partial
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -91,14 +92,16 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
             identity = hashlib.sha256(f"{kind}\n{column}\n{classifier}\n{reply_queue}\n{body.sha256}{economy}".encode())
             if kind == CSV:
                 assert column is not None
-                upload = await asyncio.to_thread(CsvUpload, body, column)
+                upload = await asyncio.to_thread(partial(CsvUpload, body, column, max_columns=settings.max_csv_columns,
+                                                         max_row_chars=settings.max_row_chars))
                 try:
                     submission = await accept(command(classifier, upload.rows(), cell_domain,
                                                       identity.hexdigest(), upload.header), dry_run)
                 finally:
                     upload.close()
             else:
-                batch = await asyncio.to_thread(read_json_batch, body.path, settings.max_domains_per_batch)
+                batch = await asyncio.to_thread(read_json_batch, body.path, settings.max_domains_per_batch,
+                                                settings.max_row_chars)
                 mode = mode if batch.mode is None else batch.mode
                 submission = await accept(command(batch.classifier, batch.rows(), normalize_domain,
                                                   identity.hexdigest()), dry_run)
@@ -166,8 +169,9 @@ async def result_lines(batch: Batch, batches: BatchStore, wanted: str, start: in
     """The batch's results from row `start` as CSV (with its header) or JSON Lines (`wanted`: a key of FORMATS)."""
     if wanted == "csv":
         yield csv_header(batch, answer_names())
+    write = csv_lines if wanted == "csv" else json_lines
     async for page in result_pages(batch, batches, start=start):
-        yield csv_lines(batch, page) if wanted == "csv" else json_lines(batch, page)
+        yield await asyncio.to_thread(write, batch, page)  # a page of wide rows takes a while: off the event loop
 
 
 def _dry_run(value: str | None) -> bool:

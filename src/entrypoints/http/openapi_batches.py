@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from firmsift.domain.economy import BatchMode
+from firmsift.entrypoints.http.query_numbers import LARGEST_ROW_INDEX
 
 JSON = "application/json"
 CSV = "text/csv"
@@ -59,8 +60,10 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
                          "columns found are named), missing_column, empty_body, bad_content_length; "
                          "bad_dry_run (dry_run neither true nor false)"),
             **auth_errors, "429": intake_429, **reply_queue_errors,
-            "413": error(f"body over {max_body_bytes} bytes (body_too_large), or more than {max_domains} unique "
-                         "domains (too_many_domains)"),
+            "413": error(f"body over {max_body_bytes} bytes (body_too_large), more than {max_domains} unique "
+                         "domains or ten times as many rows (too_many_domains), a CSV header of more columns than "
+                         "FIRMSIFT_MAX_CSV_COLUMNS (too_many_columns), or a row (a CSV record, a string of a JSON "
+                         "list) of more characters than FIRMSIFT_MAX_ROW_CHARS (row_too_large)"),
             "415": error("Content-Type is neither JSON nor text/csv (unsupported_media_type)"),
             "422": error("invalid input: invalid_request, unknown_classifier, idempotency_key_reused"),
             "431": too_large_headers,
@@ -78,7 +81,8 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
         "parameters": [batch_id, {"name": "format", "in": "query", "required": False,
                                   "schema": {"enum": ["jsonl", "csv"]},
                                   "description": "default jsonl, or csv when Accept names text/csv"},
-                       {"name": "start", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
+                       {"name": "start", "in": "query", "required": False,
+                        "schema": {"type": "integer", "minimum": 0, "maximum": LARGEST_ROW_INDEX},
                         "description": "the index of the first row to send (default 0): resumes a download"}],
         "responses": {
             "200": {"description": f"streamed; each line: the row's index (and CSV line), its input, "
@@ -87,7 +91,8 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
                                    "columns (prefixed firmsift_ if a name clashes), answer cells made inert "
                                    "for spreadsheets",
                     "content": {JSON_LINES: {"schema": {"type": "string"}}, CSV: {"schema": {"type": "string"}}}},
-            "400": error("format is neither jsonl nor csv (bad_format), or start is not a row index (bad_start)"), **common},
+            "400": error("format is neither jsonl nor csv (bad_format), or start is not a whole number from 0 to "
+                         f"{LARGEST_ROW_INDEX} (bad_start; past the last row, no rows are sent)"), **common},
     }
     cancel = {"summary": "Cancel what has not started; work started or finished is kept", **security,
               "operationId": "cancelBatch", "parameters": [batch_id],

@@ -4,6 +4,7 @@ exports."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -13,6 +14,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from firmsift.domain.batch_documents import progress_document
+from firmsift.domain.batch_results import rows_per_page
 from firmsift.domain.batches import Batch
 from firmsift.domain.clock import utc_now
 from firmsift.domain.keys import NotAuthenticated
@@ -24,7 +26,9 @@ from firmsift.ports.batches import BatchStore
 from firmsift.services.batches import find_batch, result_pages
 
 LISTED_BATCHES = 50
-PAGE_ROWS = 500  # rows on one page of a batch's table (and in each poll of it)
+PAGE_ROWS = 500  # rows on one page of a batch's table (and in each poll of it), fewer for wide rows
+PAGE_CHARS = 4_000_000  # what one page's rows may take in HTML, about
+CELL_MARKUP = 40  # what a table cell takes in HTML around its text
 REVIEW_ROWS = 1000  # the review queue shows at most this many rows
 
 
@@ -38,6 +42,12 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
     async def progress(batch: Batch) -> dict[str, Any]:
         async with deadline():
             return progress_document(batch, await batches.counts(batch.id), utc_now())
+
+    async def page_rows(batch: Batch) -> int:
+        """PAGE_ROWS, or fewer where the batch's rows are wide: a page's HTML stays bounded."""
+        async with deadline():
+            widest = await batches.widest_row(batch.id)
+        return rows_per_page(batch, widest, PAGE_ROWS, page_chars=PAGE_CHARS, per_cell=CELL_MARKUP)
 
     async def rows_of(batch: Batch, start: int, limit: int) -> list[dict[str, Any]]:
         async with deadline():
@@ -53,15 +63,17 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
         batch = await owned(request, visitor)
         start = _start(request)
         document = await progress(batch)
+        shown = await page_rows(batch)
         return await site.render(request, visitor.session, "batch.html", title=f"Batch {batch.id}", batch=document,
-                                 rows=await rows_of(batch, start, PAGE_ROWS), start=start, page_rows=PAGE_ROWS)
+                                 rows=await rows_of(batch, start, shown), start=start, page_rows=shown)
 
     async def batch_rows(request: Request, visitor: Visitor) -> Response:
         """The table's rows from ?start= as HTML, with the batch's progress, for the page's script."""
         batch = await owned(request, visitor)
         document = await progress(batch)  # first: rows read after it are never older than it says
-        html = site.templates.get_template("rows.html").render(rows=await rows_of(batch, _start(request), PAGE_ROWS),
-                                                              view="batch", csrf=visitor.session.csrf)
+        rows = await rows_of(batch, _start(request), await page_rows(batch))
+        html = await asyncio.to_thread(site.templates.get_template("rows.html").render, rows=rows, view="batch",
+                                       csrf=visitor.session.csrf)
         return JSONResponse({"progress": document, "rows_html": html},
                             headers={"cache-control": "no-store"})
 
@@ -73,7 +85,7 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
             for row in await views.views(batch, page):
                 if row["review"] and row["human"] is not None:
                     corrected += 1
-                elif row["review"]:
+                elif row["review"] and len(flagged) <= REVIEW_ROWS:  # one more than shown: there are more
                     flagged.append(row)
             if len(flagged) > REVIEW_ROWS:
                 break

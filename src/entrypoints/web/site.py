@@ -3,6 +3,7 @@ rendering a template (autoescaped) with the session cookie, and redirects."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +106,8 @@ class Site:
         notice = session.notice
         if notice is not None:
             await self.sessions.leave_notice(session, None)  # shown once
-        html = self.templates.get_template(template).render(
+        # Off the event loop: a page of a wide batch's rows takes a while to render.
+        html = await asyncio.to_thread(self.templates.get_template(template).render,
             csrf=session.csrf, signed_in=session.key_id is not None, auth=self.gate.required, notice=notice,
             warning=self.warning, **context)
         return self.with_cookie(request, HTMLResponse(html, status_code=status), session)

@@ -54,12 +54,12 @@ def submit_routes(site: Site, *, settings: Settings, catalog: Mapping[str, Class
         """The column used (and the CSV's columns), the first rows as they will be read, and the dry run."""
         with tempfile.TemporaryDirectory(prefix="firmsift-web-") as folder:
             body = await spool_body(request, Path(folder), settings.max_batch_body_bytes)
-            form = await asyncio.to_thread(_Upload, body, request.query_params)
+            form = await asyncio.to_thread(FormUpload, body, request.query_params, settings)
             try:
                 preview = [_previewed(row, form.read_domain) for row in islice(form.rows(), PREVIEW_ROWS)]
             finally:
                 form.close()
-            form = await asyncio.to_thread(_Upload, body, request.query_params)  # read again, whole, for the estimate
+            form = await asyncio.to_thread(FormUpload, body, request.query_params, settings)  # read again, whole, for the estimate
             try:
                 estimate = await estimator.estimate(form.command(visitor, body, request.query_params))
             finally:
@@ -72,7 +72,7 @@ def submit_routes(site: Site, *, settings: Settings, catalog: Mapping[str, Class
         await submitter.check_budget(visitor.caller)
         with tempfile.TemporaryDirectory(prefix="firmsift-web-") as folder:
             body = await spool_body(request, Path(folder), settings.max_batch_body_bytes)
-            form = await asyncio.to_thread(_Upload, body, request.query_params)
+            form = await asyncio.to_thread(FormUpload, body, request.query_params, settings)
             try:
                 submission = await submitter.submit(form.command(visitor, body, request.query_params))
             finally:
@@ -86,34 +86,46 @@ def submit_routes(site: Site, *, settings: Settings, catalog: Mapping[str, Class
     ]
 
 
-class _Upload:
+class FormUpload:
     """The body as the form sent it: a CSV file (?kind=csv, its domain column ?column=, else guessed
     as the CLI guesses) or a pasted list, one domain a line (?kind=list)."""
 
-    def __init__(self, body: SpooledBody, query: Mapping[str, str]) -> None:
+    def __init__(self, body: SpooledBody, query: Mapping[str, str], settings: Settings) -> None:
         kind = query.get("kind", "")
         if kind not in KINDS:
             raise BodyRejected(400, "bad_kind", f"kind must be csv or list, not {kind!r}")
         self.csv: CsvUpload | None = None
         self.columns: list[str] = []
         self.column: str | None = None
+        self._path = body.path
+        self._max_line = settings.max_row_chars
         if kind == "csv":
             self.column = query.get("column") or _guessed_column(body)
-            self.csv = CsvUpload(body, self.column)
+            self.csv = CsvUpload(body, self.column, max_columns=settings.max_csv_columns,
+                                 max_row_chars=settings.max_row_chars)
             self.columns = list(self.csv.header)
-            self.domains: list[object] = []
-        else:
-            text = body.path.read_bytes().decode("utf-8", "replace")
-            self.domains = [line.strip() for line in text.splitlines() if line.strip()]
-            if not self.domains:
-                raise InvalidRequest("no domains", (Rejection("", "paste one domain a line"),))
+        elif next(self._pasted(), None) is None:
+            raise InvalidRequest("no domains", (Rejection("", "paste one domain a line"),))
 
     @property
     def read_domain(self) -> Callable[[object], str]:
         return cell_domain if self.csv is not None else normalize_domain
 
     def rows(self) -> Iterator[InputRow]:
-        return self.csv.rows() if self.csv is not None else json_input_rows(self.domains)
+        return self.csv.rows() if self.csv is not None else json_input_rows(self._pasted())
+
+    def _pasted(self) -> Iterator[str]:
+        """The pasted list's lines that are not blank, trimmed, read one at a time; 413 for a line
+        longer than FIRMSIFT_MAX_ROW_CHARS (refused before it is held)."""
+        with self._path.open(encoding="utf-8", errors="replace") as text:
+            number = 0
+            while line := text.readline(self._max_line + 1):
+                number += 1
+                if len(line.rstrip("\r\n")) > self._max_line:
+                    raise BodyRejected(413, "row_too_large", f"line {number} is longer than {self._max_line} "
+                                                             "characters (FIRMSIFT_MAX_ROW_CHARS)")
+                if line.strip():
+                    yield line.strip()
 
     def command(self, visitor: Visitor, body: SpooledBody, query: Mapping[str, str]) -> SubmitBatch:
         classifier = query.get("classifier", DEFAULT_CLASSIFIER)

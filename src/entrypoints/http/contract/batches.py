@@ -35,7 +35,8 @@ class BatchCounts(Body):
     total: Count = Field(description="rows read")
     accepted: Count = Field(description="unique domains to classify")
     duplicates: Count = Field(description="rows whose domain an earlier row already has")
-    rejected: list[RejectedRow]
+    rejected: list[RejectedRow] = Field(description="the first 1,000 rejected rows (the results list them all)")
+    rejected_total: Count = Field(description="rows without a usable domain")
 
 
 class BatchAccepted(BatchCounts):

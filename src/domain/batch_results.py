@@ -151,7 +151,7 @@ def _answer_json(item: RowResult) -> str:
     return _ENCODE(_add_answer({}, item))[1:-1]
 
 
-RESULT_CHARS = 16_000_000  # what one page of result lines may hold in memory, about, in characters
+RESULT_CHARS = 8_000_000  # what one page of result lines may hold in memory, about, in characters
 ANSWER_CHARS = 1000  # what a line adds to its row's cells, about: the answer, its reason and evidence
 
 

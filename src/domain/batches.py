@@ -29,7 +29,7 @@ BATCH_CANCELLED = "cancelled: its batch was deleted before the job started"
 # not yet sent are never sent (never paid for); one already sent is answered into the cache only.
 BATCH_CANCELLED_WAITING = "cancelled: its batch was deleted while it waited for the provider's batch API"
 CANCELLED_ERRORS = frozenset({BATCH_CANCELLED, BATCH_CANCELLED_WAITING})
-ROWS_PER_CHUNK = 2000  # rows a store writes per step; a chunk ends where a job does
+ROWS_PER_CHUNK = 2000  # rows a store writes per step; a chunk ends where a job does (at most twice as many)
 ROWS_PER_ALLOWED_DOMAIN = 10  # as a job's request may list each allowed domain ten times over
 
 
@@ -160,13 +160,21 @@ class BatchPlan:
             if self._total > max_rows(self._max_domains):
                 raise too_many_rows(self._max_domains)
             outcome = self._domain_of(item.value)
-            if isinstance(outcome, DomainRejected):
-                self._rejected += 1
-                rows.append(BatchRow(item.position, item.line, item.original, rejection=str(outcome)))
-                continue
-            if outcome in self._job_of:
-                self._duplicates += 1
-                rows.append(BatchRow(item.position, item.line, item.original, outcome, self._job_of[outcome]))
+            if isinstance(outcome, DomainRejected) or outcome in self._job_of:
+                if isinstance(outcome, DomainRejected):
+                    self._rejected += 1
+                    rows.append(BatchRow(item.position, item.line, item.original, rejection=str(outcome)))
+                else:
+                    self._duplicates += 1
+                    rows.append(BatchRow(item.position, item.line, item.original, outcome, self._job_of[outcome]))
+                # Rows that close no job (rejected, repeated) still end a chunk, at twice the size: the
+                # open job closes early, so no chunk holds a whole list of them.
+                if len(rows) >= 2 * self._rows_per_chunk:
+                    if open_job:
+                        jobs.append(self._job(open_id, open_job))
+                        open_job, open_id = [], self._new_job_id()
+                    yield BatchChunk(tuple(jobs), tuple(rows))
+                    jobs, rows = [], []
                 continue
             if len(self._job_of) >= self._max_domains:
                 raise TooManyDomains(f"more than {self._max_domains} unique domains in one batch "

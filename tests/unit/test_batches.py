@@ -107,6 +107,13 @@ def test_every_row_is_accounted_for_once_in_order(values: list[object], job_size
     assert all(row.job_id == job_of[row.domain] for row in rows if row.domain is not None)
     counted = planned.batch()
     assert counted.accepted + counted.duplicates + counted.rejected == counted.total == len(values)
+    # A chunk stays bounded whatever its rows are (a list of rejected rows is no one chunk), and
+    # each of its rows' jobs is written in it or before it.
+    written: set[str] = set()
+    for chunk in chunks:
+        assert len(chunk.rows) <= 2 * per_chunk + job_size
+        written |= {job.id for job in chunk.jobs}
+        assert {row.job_id for row in chunk.rows if row.job_id is not None} <= written
 
 
 def test_a_domain_state_follows_its_result_then_its_job() -> None:

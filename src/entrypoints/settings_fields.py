@@ -113,6 +113,11 @@ class SettingsFields(BaseSettings):
     max_header_bytes: int = Field(16384, ge=1024, le=1048576, description="largest accepted request headers, in bytes")
     header_timeout: float = Field(10.0, gt=0, le=300, description="seconds a client has to send a request's line and headers")
     body_timeout: float = Field(30.0, gt=0, le=600, description="seconds a client has to send a request body, once its headers are in")
+    upload_idle_timeout: float = Field(10.0, gt=0, le=600,
+                                       description="an upload (POST /batches, the web app's) is cut after this many "
+                                                   "seconds without a byte")
+    min_upload_rate: int = Field(16384, ge=0, description="bytes a second an upload must average once "
+                                                          "FIRMSIFT_BODY_TIMEOUT has passed; 0: no floor")
     keep_alive_timeout: float = Field(5.0, gt=0, le=600, description="seconds an idle keep-alive connection stays open")
     max_connections: int = Field(1000, ge=1, description="open connections per API process; more are refused with 503")
     auth_failures_per_minute: int = Field(

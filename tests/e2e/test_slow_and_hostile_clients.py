@@ -106,8 +106,8 @@ def shared_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         processes.stop_all()
 
 
-HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-POST_HEAD = b"POST /domains/classify HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+POST_HEAD = b"POST /domains/classify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 
 
 def test_a_client_sending_nothing_or_a_header_line_at_a_time_is_cut_at_the_header_deadline(shared_api: Api) -> None:
@@ -116,7 +116,7 @@ def test_a_client_sending_nothing_or_a_header_line_at_a_time_is_cut_at_the_heade
     with api.connect() as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\n")
         started = time.monotonic()
-        for line in (b"Host: t\r\n", b"X-A: 1\r\n", b"X-B: 2\r\n", b"X-C: 3\r\n"):
+        for line in (b"Host: 127.0.0.1\r\n", b"X-A: 1\r\n", b"X-B: 2\r\n", b"X-C: 3\r\n"):
             time.sleep(HEADER_TIMEOUT / 3)  # each line well inside the deadline, the whole head not
             try:
                 sock.sendall(line)
@@ -155,7 +155,7 @@ def test_an_unread_body_trickling_after_an_early_answer_is_cut_too(shared_api: A
     api = shared_api
     """A 415 is answered before the body is read; the rest of the body must not hold the connection."""
     with api.connect() as sock:
-        sock.sendall(b"POST /domains/classify HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
+        sock.sendall(b"POST /domains/classify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                      b"Content-Length: 40\r\n\r\n{")
         started = time.monotonic()
         response, _ = read_until_closed(sock, 10)
@@ -167,7 +167,7 @@ def test_an_unread_body_trickling_after_an_early_answer_is_cut_too(shared_api: A
 def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(shared_api: Api) -> None:
     api = shared_api
     with api.connect() as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         response, seconds = read_until_closed(sock, 10)
     assert response.startswith(b"HTTP/1.1 200")
     assert seconds <= KEEP_ALIVE + SLACK
@@ -276,9 +276,9 @@ MALFORMED = {
                          "unsupported_transfer_encoding"),
     "garbage request line": (b"\x00\x01\x02 garbage\r\n\r\n", 400, "malformed_request"),
     "no version": (b"GET /healthz\r\n\r\n", 400, "malformed_request"),
-    "header without colon": (b"GET /healthz HTTP/1.1\r\nHost: t\r\nnonsense\r\n\r\n", 400, "malformed_request"),
-    "10,000 headers": (b"GET /healthz HTTP/1.1\r\nHost: t\r\n" + b"".join(b"X-%d: a\r\n" % i for i in range(10000))
-                       + b"\r\n", 431, "headers_too_large"),
+    "header without colon": (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nnonsense\r\n\r\n", 400, "malformed_request"),
+    "10,000 headers": (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       + b"".join(b"X-%d: a\r\n" % i for i in range(10000)) + b"\r\n", 431, "headers_too_large"),
 }
 
 
@@ -307,3 +307,61 @@ def parse_length(received: bytes) -> int:
         if name.strip().lower() == b"content-length":
             return int(value)
     return 1 << 30
+
+
+UPLOAD_IDLE = 2.0
+MIN_UPLOAD_RATE = 2000  # bytes a second
+
+
+@pytest.fixture(scope="module")
+def upload_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    processes, started = start(tmp_path_factory.mktemp("uploads"), FIRMSIFT_UPLOAD_IDLE_TIMEOUT=str(UPLOAD_IDLE),
+                               FIRMSIFT_MIN_UPLOAD_RATE=str(MIN_UPLOAD_RATE), FIRMSIFT_PRECHECK="false")
+    try:
+        yield started
+    finally:
+        processes.stop_all()
+
+
+def _upload_head(length: int) -> bytes:
+    return (b"POST /batches?column=domain HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n" % length)
+
+
+def test_an_upload_arriving_steadily_for_longer_than_the_body_deadline_is_accepted(upload_api: Api) -> None:
+    # Four times the body deadline at 10 times the rate floor: a whole-body deadline cut this at 1.5 s.
+    rows = b"domain\r\n" + b"".join(b"site%05d.example.com\r\n" % n for n in range(2400))
+    pieces = [rows[i:i + 2000] for i in range(0, len(rows), 2000)]
+    with upload_api.connect() as sock:
+        sock.sendall(_upload_head(len(rows)))
+        stop = time.monotonic() + 4 * BODY_TIMEOUT
+        for number, piece in enumerate(pieces):
+            sock.sendall(piece)
+            time.sleep(max(0.0, (stop - time.monotonic()) / (len(pieces) - number)))
+        response, _ = read_until_closed(sock, 30)
+    status, _, body = parse(response)
+    assert status == 202, body
+    assert (body["total"], body["accepted"]) == (2400, 2400)
+
+
+def test_an_upload_that_stops_is_cut_at_the_idle_deadline(upload_api: Api) -> None:
+    with upload_api.connect() as sock:
+        start_of_body = b"domain\r\n" + b"a.com\r\n" * 2000  # 14 KB: above the rate floor for 7 s
+        sock.sendall(_upload_head(2 * len(start_of_body)) + start_of_body)
+        response, _ = read_until_closed(sock, 30)
+    status, _, body = parse(response)
+    assert status == 408 and "no byte of the request body" in body["error"]["message"], body
+
+
+def test_an_upload_dripping_bytes_to_hold_its_connection_is_cut_for_its_rate(upload_api: Api) -> None:
+    with upload_api.connect() as sock:
+        sock.sendall(_upload_head(100_000) + b"domain\r\n")
+        for _ in range(int(6 * BODY_TIMEOUT / (UPLOAD_IDLE / 4))):  # a byte well within each idle deadline
+            time.sleep(UPLOAD_IDLE / 4)
+            try:
+                sock.sendall(b"a")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        response, _ = read_until_closed(sock, 30)
+    status, _, body = parse(response)
+    assert status == 408 and "slower than 2000 bytes a second" in body["error"]["message"], body

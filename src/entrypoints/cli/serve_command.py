@@ -41,6 +41,9 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool, list
 
     from firmsift.entrypoints.http.protocol import ConnectionLimits, connection_cap, guarded_protocol
 
+    # The routes that take a file (a batch, the web app's upload): an idle deadline, not one for the whole body.
+    uploads = frozenset({"/batches", "/new/check", "/new/submit"})
+
     llm_problem = llm_credentials_problem(container.settings()) if with_worker else None
     if llm_problem is not None:
         # The API still accepts jobs (they wait in the queue), but no worker runs and /readyz says why.
@@ -62,6 +65,7 @@ def serve(container: Container, host: str, port: int, *, with_worker: bool, list
     # class adds what uvicorn lacks: deadlines for a request's head and body, and a connection cap.
     limits = ConnectionLimits(
         header_timeout=settings.header_timeout, body_timeout=settings.body_timeout,
+        upload_idle_timeout=settings.upload_idle_timeout, min_upload_rate=settings.min_upload_rate, upload_paths=uploads,
         max_connections=connection_cap(settings.max_connections,
                                        reserved=FD_RESERVE + ACCEPT_BURSTS * ACCEPT_BACKLOG + settings.db_pool_size
                                        + settings.db_max_overflow))

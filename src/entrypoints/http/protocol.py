@@ -33,6 +33,12 @@ class ConnectionLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+    # An upload (a POST to one of `upload_paths`) has no deadline for its whole body: it is cut when
+    # no byte came for `upload_idle_timeout`, or when, past `body_timeout`, it has come slower than
+    # `min_upload_rate` bytes a second on average (a client dripping bytes to hold the connection).
+    upload_idle_timeout: float = 10.0
+    min_upload_rate: int = 16384
+    upload_paths: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -129,9 +135,11 @@ class GuardedH11Protocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn = _RecordingConnection(h11.SERVER, self.conn._max_incomplete_event_size)
-        self._phase: str | None = None  # "head" or "body" while a deadline runs
+        self._phase: str | None = None  # "head", "body" or "upload" while a deadline runs
         self._deadline: asyncio.TimerHandle | None = None
         self._closing = False
+        self._upload_began = self._last_data = 0.0  # loop time
+        self._upload_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -157,6 +165,9 @@ class GuardedH11Protocol(H11Protocol):
             return  # drained: the answer is written and the connection is closing
         if self._phase is None and self.conn.their_state is h11.IDLE:
             self._arm("head", self.limits.header_timeout, self._head_timed_out)  # a keep-alive's next request
+            self._upload_bytes = 0
+        self._last_data = self.loop.time()
+        self._upload_bytes += len(data)  # counted from the upload's start (its head's bytes included)
         super().data_received(data)
         self._follow_request()
 
@@ -200,7 +211,12 @@ class GuardedH11Protocol(H11Protocol):
         if state is h11.IDLE:
             return  # a head is arriving (its deadline runs) or the connection idles (keep-alive)
         if state is h11.SEND_BODY:
-            if self._phase != "body":
+            if self._phase in ("body", "upload"):
+                return
+            if self._is_upload():
+                self._upload_began = self.loop.time()
+                self._arm("upload", min(self.limits.upload_idle_timeout, self.limits.body_timeout), self._upload_check)
+            else:
                 self._arm("body", self.limits.body_timeout, self._body_timed_out)
             return
         self._disarm()  # the request is in (or the connection is done): the app's time is not ours to bound
@@ -219,22 +235,43 @@ class GuardedH11Protocol(H11Protocol):
         self._phase = None
         self.waiting.pop(self, None)
 
+    def _is_upload(self) -> bool:
+        scope = getattr(self, "scope", None)
+        return bool(scope) and scope["method"] == "POST" and scope["path"] in self.limits.upload_paths
+
+    def _upload_check(self) -> None:
+        """An upload's timer: cut it when idle too long or, past body_timeout, too slow; else look again."""
+        now = self.loop.time()
+        idle = now - self._last_data
+        elapsed = now - self._upload_began
+        if idle >= self.limits.upload_idle_timeout:
+            self._cut_body(f"no byte of the request body for {self.limits.upload_idle_timeout:g}s")
+        elif elapsed >= self.limits.body_timeout and self._upload_bytes < self.limits.min_upload_rate * elapsed:
+            self._cut_body(f"request body arriving slower than {self.limits.min_upload_rate} bytes a second "
+                           f"(FIRMSIFT_MIN_UPLOAD_RATE) after {elapsed:.0f}s")
+        else:
+            wait = self.limits.upload_idle_timeout - idle
+            if elapsed < self.limits.body_timeout:
+                wait = min(wait, self.limits.body_timeout - elapsed)
+            self._deadline = self.loop.call_later(max(wait, 0.05), self._upload_check)
+
     def _head_timed_out(self) -> None:
         log.debug("connection closed: request headers not received within %gs", self.limits.header_timeout)
         self._refuse(ProtocolRefusal(408, "request_timeout",
                                      f"request line and headers not received within {self.limits.header_timeout:g}s"))
 
     def _body_timed_out(self) -> None:
-        log.debug("connection closed: request body not received within %gs", self.limits.body_timeout)
+        self._cut_body(f"request body not received within {self.limits.body_timeout:g}s")
+
+    def _cut_body(self, why: str) -> None:
+        log.debug("connection closed: %s", why)
         cycle = self.cycle
         answered = cycle is not None and cycle.response_started
         if cycle is not None:
             # The app sees a disconnect; whatever it answers goes nowhere.
             cycle.disconnected = True
             cycle.message_event.set()
-        refusal = ProtocolRefusal(408, "request_timeout",
-                                  f"request body not received within {self.limits.body_timeout:g}s")
-        self._refuse(None if answered else refusal)
+        self._refuse(None if answered else ProtocolRefusal(408, "request_timeout", why))
 
     def _refuse(self, refusal: ProtocolRefusal | None, headers: dict[str, str] | None = None) -> None:
         """Write the refusal (if any), then close: our side at once, the socket once the client

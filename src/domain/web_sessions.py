@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass, field
 
 IDLE_SECONDS = 8 * 3600  # a signed-in session unused this long is forgotten
-ANONYMOUS_IDLE_SECONDS = 3600  # a session that never signed in (a sign-in form shown) lives shorter
+ANONYMOUS_IDLE_SECONDS = 3600  # a session without a key (authentication off) lives shorter
 TOUCH_SECONDS = 60  # use is written down at most this often: a page view is not a write each time
 MAX_ANONYMOUS_SESSIONS = 10_000  # past this, the least recently used anonymous sessions go
 

@@ -122,6 +122,8 @@ class SettingsFields(BaseSettings):
     max_connections: int = Field(1000, ge=1, description="open connections per API process; more are refused with 503")
     auth_failures_per_minute: int = Field(
         30, ge=0, description="requests with an unknown API key a minute per client address and process; 0: none")
+    sign_ins_per_minute: int = Field(
+        10, ge=0, description="web app sign-in attempts a minute per client address and process; 0: none")
     database_wait_seconds: float = Field(
         300.0, ge=0, description="api/serve/worker: how long to wait for an unreachable database at start-up")
     auth: Literal["auto", "required", "off"] = Field(

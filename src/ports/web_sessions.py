@@ -1,5 +1,5 @@
 """The web app's session store: shared by every API process (`firmsift api --workers N`), so a
-browser signed in through one is signed in through all."""
+browser signed in through one is signed in through all; and the secret their sign-in forms share."""
 
 from __future__ import annotations
 
@@ -21,3 +21,8 @@ class WebSessions(Protocol):
 
     async def leave_notice(self, session: Session, notice: str | None) -> None:
         """Keep `notice` for the session's next page (None: it was shown)."""
+
+    async def form_secret(self) -> bytes:
+        """The secret the sign-in form's tokens are signed with (domain/sign_in_forms.py): the same
+        for every API process on this store, made once (not per request), so showing the form
+        writes nothing."""

@@ -47,22 +47,30 @@ def test_every_page_needs_a_signed_in_session(client: TestClient) -> None:
 
 
 def test_the_session_cookie_is_httponly_strict_and_secure_over_tls(container) -> None:
+    issued = issue(container)
     for base, secure in (("https://testserver", True), ("http://testserver", False)):
         with TestClient(container.api(), base_url=base) as client:
-            cookie = client.get("/login").headers["set-cookie"]
-            assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+            form = client.get("/login")
+            assert COOKIE not in form.cookies  # no session before a sign-in
+            answer = client.post("/login", data={"csrf": form_token(form.text), "api_key": issued.secret},
+                                 follow_redirects=False)
+            [cookie] = [c for c in answer.headers.get_list("set-cookie") if c.startswith(f"{COOKIE}=")]
+            assert "HttpOnly" in cookie and "SameSite=strict" in cookie
             assert ("Secure" in cookie) is secure
             assert "Max-Age" not in cookie and "Expires" not in cookie  # ends with the browser session
 
 
 def test_signing_in_starts_a_new_session_and_the_key_never_reaches_the_browser(client: TestClient, container) -> None:
     issued = issue(container)
+    before = "an-id-planted-in-the-browser-by-someone-else"
+    client.cookies.set(COOKIE, before)
     login = client.get("/login")
-    before = client.cookies[COOKIE]
     answer = client.post("/login", data={"csrf": form_token(login.text), "api_key": issued.secret}, follow_redirects=False)
     after = answer.cookies[COOKIE]
     assert after != before  # no fixation: a session id planted before sign-in is worth nothing after
     assert issued.secret not in answer.headers.get("set-cookie", "") and issued.secret not in answer.text
+    client.cookies.clear()
+    client.cookies.set(COOKIE, after)
     home = client.get("/")
     assert home.status_code == 200 and issued.secret not in home.text
     # The pre-sign-in id no longer opens anything.

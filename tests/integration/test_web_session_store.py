@@ -1,6 +1,7 @@
 """The web session store, on every backend (memory, SQLite, PostgreSQL): a new id and CSRF token at
-every start, forgotten when idle (sooner when never signed in), a notice kept for one page; the SQL
-store keeps no usable id and bounds anonymous sessions."""
+every start, forgotten when idle (sooner when never signed in), a notice kept for one page, one
+secret for the sign-in forms; the SQL store keeps no usable id, bounds anonymous sessions and shares
+its forms' secret between processes."""
 
 from __future__ import annotations
 
@@ -123,3 +124,21 @@ async def test_anonymous_sessions_past_the_bound_go_oldest_first(
             started.append(await sessions.start(None))
         assert [await sessions.find(s.id) is not None for s in started] == [False, False, True, True, True]
         assert await sessions.find(signed_in.id) is not None  # signed-in sessions are not counted
+
+
+async def test_the_form_secret_is_32_bytes_and_stays_the_same(sessions: Any) -> None:
+    secret = await sessions.form_secret()
+    assert len(secret) == 32 and await sessions.form_secret() == secret
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+async def test_every_process_on_a_database_shares_its_form_secret_and_reading_it_writes_nothing(
+        backend: str, tmp_path: Path, clock: Clock) -> None:
+    with migrated_engine(backend, tmp_path) as engine:
+        one, other_process = SqlWebSessions(engine, clock=clock), SqlWebSessions(engine, clock=clock)
+        secret = await one.form_secret()
+        assert await other_process.form_secret() == secret
+        with engine.connect() as conn:
+            assert conn.execute(select(web_sessions)).first() is None  # no session row made for it
+    with migrated_engine(backend, tmp_path / "another") as engine:
+        assert await SqlWebSessions(engine, clock=clock).form_secret() != secret  # made per database

@@ -3,6 +3,7 @@ recently used first, bounded."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -20,6 +21,7 @@ class InMemoryWebSessions:
         self.clock = clock
         self.capacity = capacity
         self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._form_secret = secrets.token_bytes(32)
 
     async def find(self, session_id: str | None) -> Session | None:
         session = self._by_id.get(session_id or "")
@@ -48,3 +50,6 @@ class InMemoryWebSessions:
         session.notice = notice
         if (kept := self._by_id.get(session.id)) is not None:
             kept.notice = notice
+
+    async def form_secret(self) -> bytes:
+        return self._form_secret

@@ -296,3 +296,10 @@ web_sessions = Table(
     Column("last_used", Float, nullable=False),
     Index("ix_web_sessions_last_used", "last_used"),
 )
+
+web_secrets = Table(
+    "web_secrets",
+    metadata,
+    Column("name", Text, primary_key=True),  # what the secret signs: "sign_in_forms"
+    Column("secret", Text, nullable=False),  # 32 random bytes, hex, made by migration 0020
+)

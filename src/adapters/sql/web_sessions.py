@@ -1,5 +1,6 @@
 """SQLAlchemy web sessions (SQLite and PostgreSQL), shared by every API process. A row is keyed by
-the SHA-256 of the session id, so the table gives no usable cookie to whoever reads it."""
+the SHA-256 of the session id, so the table gives no usable cookie to whoever reads it. The sign-in
+forms' secret is a row of web_secrets, made by migration 0020 and only ever read here."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, delete, insert, or_, select, update
 
 from firmsift.adapters.sql.engine import in_transaction
-from firmsift.adapters.sql.tables import web_sessions
+from firmsift.adapters.sql.tables import web_secrets, web_sessions
 from firmsift.domain.web_sessions import (
     ANONYMOUS_IDLE_SECONDS,
     IDLE_SECONDS,
@@ -22,15 +23,18 @@ from firmsift.domain.web_sessions import (
 )
 
 T = TypeVar("T")
+FORM_SECRET = "sign_in_forms"  # its row in web_secrets
 
 
 class SqlWebSessions:
     """Implements ports.web_sessions.WebSessions. Starting a session also forgets the idle ones,
-    and the oldest anonymous ones past MAX_ANONYMOUS_SESSIONS (a flood of sign-in forms stays bounded)."""
+    and the oldest anonymous ones past MAX_ANONYMOUS_SESSIONS (with authentication off, a flood of
+    cookie-less pages stays bounded; with it on, no session is started before a sign-in)."""
 
     def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.clock = clock
+        self._form_secret: bytes | None = None
 
     async def _run(self, work: Callable[[Connection], T]) -> T:
         return await in_transaction(self.engine, work)
@@ -85,6 +89,13 @@ class SqlWebSessions:
         session.notice = notice
         await self._run(lambda conn: conn.execute(
             update(web_sessions).where(web_sessions.c.id_digest == session_digest(session.id)).values(notice=notice)))
+
+    async def form_secret(self) -> bytes:
+        if self._form_secret is None:  # read once per process: it never changes
+            found = await self._run(lambda conn: conn.execute(
+                select(web_secrets.c.secret).where(web_secrets.c.name == FORM_SECRET)).scalar_one())
+            self._form_secret = bytes.fromhex(found)
+        return self._form_secret
 
 
 def _session(session_id: str, row: Any) -> Session:

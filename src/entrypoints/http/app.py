@@ -81,6 +81,7 @@ def create_app(
     host: str = LOOPBACK,
     process_checks: Mapping[str, Callable[[], str]] | None = None,
     worker_problem: str | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Starlette:
     """The ASGI app, on the parts the container gives it (Container.api builds it). `background`
     runs alongside it (the embedded worker of `firmsift serve`). `host` is the address it will be
@@ -90,7 +91,8 @@ def create_app(
     "degraded: why", which still counts as ready, or what failed), reported by /readyz.
     `worker_problem` says why no worker can run (`serve` without LLM credentials): every 202, job
     and batch document and web page then carries it as `warning`, with the fix.
-    The web app (entrypoints/web) is served at `/` on the same gate; `known` feeds its review queue."""
+    The web app (entrypoints/web) is served at `/` on the same gate; `known` feeds its review queue;
+    `clock` (a test's; else the real time) times its sign-in forms and their limit."""
     warning = f"no worker can run, so jobs wait in the queue: {worker_problem}" if worker_problem else None
     keys_required = auth_required(settings.auth, host)
     limiter = TokenBuckets(settings.rate_limit_per_minute) if keys_required and settings.rate_limit_per_minute else None
@@ -200,7 +202,7 @@ def create_app(
         *web_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                     replies=batch_replies, budgets=budgets, estimator=batch_estimator, known=known,
                     humans=human_answers, sessions=web_sessions, deadline=backend_deadline, queue=work_queue,
-                    warning=warning),
+                    warning=warning, clock=clock),
     ]
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,

@@ -1,6 +1,6 @@
-"""The web app's pages: sign in and out, the caller's batches, a batch's results (and the rows
-its script polls for), the review queue (less the rows a person has corrected since), and the
-exports."""
+"""The web app's pages: the caller's batches, a batch's results (and the rows its script polls
+for), the review queue (less the rows a person has corrected since), and the exports (signing in
+and out: sign_in.py)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,16 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from firmsift.domain.batch_documents import progress_document
 from firmsift.domain.batch_results import rows_per_page
 from firmsift.domain.batches import Batch
 from firmsift.domain.clock import utc_now
-from firmsift.domain.keys import NotAuthenticated
 from firmsift.entrypoints.http.batches import FORMATS, result_lines
-from firmsift.entrypoints.http.rate_limit import RateLimited
 from firmsift.entrypoints.web.rows import RowViews
-from firmsift.entrypoints.web.site import COOKIE, Site, Visitor, form_fields
+from firmsift.entrypoints.web.site import Site, Visitor
 from firmsift.ports.batches import BatchStore
 from firmsift.services.batches import find_batch, result_pages
 
@@ -103,46 +101,8 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
         return StreamingResponse(result_lines(batch, batches, wanted), media_type=FORMATS[wanted],
                                  headers={"content-disposition": f'attachment; filename="{filename}"'})
 
-    async def login_page(request: Request) -> Response:
-        if not site.gate.required:
-            return RedirectResponse("/", status_code=303)
-        session = await site.sessions.find(request.cookies.get(COOKIE))
-        if session is not None and session.key_id is not None:
-            return RedirectResponse("/", status_code=303)
-        return await site.render(request, session or await site.sessions.start(None), "login.html", title="Sign in")
-
-    async def login(request: Request) -> Response:
-        """Exchange an API key for a session: a new session (new id, new CSRF token) holding the key's id."""
-        if not site.gate.required:
-            return RedirectResponse("/", status_code=303)
-        session = await site.sessions.find(request.cookies.get(COOKIE))
-        if session is None or not await site.csrf_presented(request, session):
-            fresh = await site.sessions.start(None, replacing=session)
-            return await site.render(request, fresh, "login.html", status=403, title="Sign in",
-                                     error="The sign-in form expired: please try again.")
-        key = (await form_fields(request)).get("api_key", "").strip()
-        address = request.client.host if request.client else ""
-        try:
-            caller = await site.gate.caller({"x-api-key": key}, address)
-        except (NotAuthenticated, RateLimited) as refused:
-            status = 429 if isinstance(refused, RateLimited) else 401
-            message = ("Too many attempts: wait a minute." if status == 429
-                       else "That API key is not valid (unknown or revoked).")
-            return await site.render(request, session, "login.html", status=status, title="Sign in", error=message)
-        signed_in = await site.sessions.start(caller.owner, replacing=session)
-        return site.with_cookie(request, RedirectResponse("/", status_code=303), signed_in)
-
-    async def logout(request: Request, visitor: Visitor) -> Response:
-        await site.sessions.end(visitor.session)
-        response = RedirectResponse("/login" if site.gate.required else "/", status_code=303)
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
-        return response
-
     return [
         Route("/", site.page(home), methods=["GET"]),
-        Route("/login", login_page, methods=["GET"]),
-        Route("/login", login, methods=["POST"]),
-        Route("/logout", site.page(logout, csrf=True), methods=["POST"]),
         Route("/batch/{batch_id}", site.page(batch_page), methods=["GET"]),
         Route("/batch/{batch_id}/rows", site.page(batch_rows), methods=["GET"]),
         Route("/batch/{batch_id}/review", site.page(review), methods=["GET"]),

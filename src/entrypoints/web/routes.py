@@ -16,6 +16,7 @@ from firmsift.entrypoints.web.batch_actions import batch_action_routes
 from firmsift.entrypoints.web.corrections import correction_routes
 from firmsift.entrypoints.web.pages import PAGE_ROWS, page_routes
 from firmsift.entrypoints.web.rows import RowViews
+from firmsift.entrypoints.web.sign_in import sign_in_routes
 from firmsift.entrypoints.web.site import Site
 from firmsift.entrypoints.web.submit import submit_routes
 from firmsift.ports.batches import BatchIntake, BatchStore
@@ -34,10 +35,12 @@ def web_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: G
                batches: BatchStore, replies: BatchReplies, budgets: Budgets, estimator: BatchEstimator,
                known: KnownCompanies, humans: HumanAnswerStore, sessions: WebSessions,
                deadline: Callable[[], AbstractAsyncContextManager[None]], queue: WorkQueue,
-               warning: str | None = None) -> list[BaseRoute]:
+               warning: str | None = None, clock: Callable[[], float] | None = None) -> list[BaseRoute]:
+    """`clock` (a test's, else the real time) times the sign-in forms and their limit."""
     site = Site(gate, sessions, warning)
     views = RowViews(catalog, batches, known, humans)
     return [
+        *sign_in_routes(site, attempts_per_minute=settings.sign_ins_per_minute, clock=clock),
         *page_routes(site, batches=batches, views=views, deadline=deadline),
         *batch_action_routes(site, batches=batches, replies=replies, queue=queue, deadline=deadline),
         *correction_routes(site, catalog=catalog, batches=batches, views=views, humans=humans, page_rows=PAGE_ROWS,

@@ -15,6 +15,7 @@ from dependency_injector import providers
 
 from firmsift.adapters.decorators.prometheus_metrics import MeteredQueue, Metrics
 from firmsift.adapters.llm.endpoint import is_local_api_base
+from firmsift.domain.spend_reservations import ExpectedCost
 from firmsift.entrypoints.llm_calls_at_once import llm_concurrency
 from firmsift.entrypoints.outbound_proxy import outbound_proxy_variable
 from firmsift.entrypoints.provider_wiring import ProviderWiring
@@ -27,6 +28,7 @@ from firmsift.services.dns_trust import DnsTrust
 from firmsift.services.precheck import Precheck
 from firmsift.services.process import JobDependencies
 from firmsift.services.provider_batches import ProviderBatchDependencies
+from firmsift.services.spend_gate import SpendGate, prompt_cost
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Job
@@ -97,6 +99,9 @@ class WorkerWiring(QueueWiring, ProviderWiring):
     worker_queue = providers.Singleton(MeteredQueue, work_queue, metrics)
     precheck = providers.Singleton(worker_precheck, settings, resolver.provider, homepage.provider, signatures)
     dns_check = providers.Callable(dns_state, precheck)  # for /readyz: the pre-check's trust in the DNS
+    # Each domain's expected cost is held against the daily limits while its call runs.
+    spend_gate = providers.Singleton(SpendGate, budgets, providers.Singleton(
+        ExpectedCost, providers.Callable(prompt_cost, pricing, settings.provided.llm_model, catalog)))
     job_dependencies = providers.Factory(
         JobDependencies, jobs=store, answers=store, known=store, search=worker_search, llm=worker_llm, pricing=pricing,
         catalog=catalog, llm_slots=providers.Factory(asyncio.Semaphore, providers.Callable(llm_concurrency, settings)),
@@ -104,7 +109,7 @@ class WorkerWiring(QueueWiring, ProviderWiring):
         leases=leases, lease_seconds=settings.provided.answer_lease_seconds,
         lease_holder=providers.Callable(lease_holder_name),
         precheck=precheck,
-        spend_gate=budgets.provided.refusal_for_owner,
+        spend_gate=spend_gate,
         evidence_reuse_age=settings.provided.evidence_reuse_age,
         on_evidence_reused=metrics.provided.count_evidence_reuse,
         human=human_answers,

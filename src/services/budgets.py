@@ -4,6 +4,7 @@ worker when a job's owner may not spend now, and report a key's spend today (ser
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,10 +14,11 @@ from firmsift.domain.budgets import BudgetExhausted, SpendWindow, check_limit, r
 from firmsift.domain.clock import utc_now
 from firmsift.domain.keys import ApiKey, ApiKeyNotFound, Caller
 from firmsift.domain.spend import Spend
+from firmsift.domain.spend_reservations import RESERVATION_LIFETIME, SpendReservation
 
 if TYPE_CHECKING:
     from firmsift.ports.keys import ApiKeyStore
-    from firmsift.ports.spend import SpendLedger
+    from firmsift.ports.spend import SpendAccounts
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class Budgets:
     Spend is what finished in the current UTC day: a result's cost counts on the day it finished;
     results of unknown cost count as 0 USD (and are reported apart, in cost_unknown_domains)."""
 
-    def __init__(self, ledger: SpendLedger, keys: ApiKeyStore, global_limit_usd: float | None, *,
+    def __init__(self, ledger: SpendAccounts, keys: ApiKeyStore, global_limit_usd: float | None, *,
                  now: Callable[[], datetime] = utc_now) -> None:
         self.ledger = ledger
         self.keys = keys
@@ -46,11 +48,28 @@ class Budgets:
         if refusal is not None:
             raise refusal
 
-    async def refusal_for_owner(self, owner: str) -> BudgetExhausted | None:
-        """Why the owner's jobs may not spend now, or None. The worker asks this before a job: a key
-        revoked or gone since keeps its last limit (its jobs were accepted under it)."""
+    async def reserve(self, owner: str, amount_usd: float) -> BudgetExhausted | str | None:
+        """Hold `amount_usd` of the owner's (and everyone's) daily spend for a call about to start,
+        unless what finished plus what is held already reaches a limit: the hold's id (release it
+        once the call's cost is stored), None when no limit applies (nothing held), or why not. A
+        key revoked or gone since keeps its last limit (its jobs were accepted under it)."""
         key = await self.keys.get_key(owner) if owner else None
-        return await self._refusal(owner, key.daily_limit_usd if key else None)
+        key_limit = key.daily_limit_usd if key else None
+        if key_limit is None and self.global_limit_usd is None:
+            return None
+        now = self.now()
+        window = window_of(now)
+        hold = SpendReservation(uuid.uuid4().hex, owner, amount_usd, now + RESERVATION_LIFETIME)
+        refused = await self.ledger.reserve(hold, now, window.start, window.end, key_limit, self.global_limit_usd)
+        if refused is None:
+            return hold.id
+        scope, spent = refused
+        limit = key_limit if scope == "key" else self.global_limit_usd
+        assert limit is not None
+        return BudgetExhausted(scope, limit, spent, window, now)
+
+    async def release(self, reservation_id: str) -> None:
+        await self.ledger.release(reservation_id)
 
     async def _refusal(self, owner: str, key_limit: float | None) -> BudgetExhausted | None:
         if key_limit is None and self.global_limit_usd is None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from firmsift.domain.budgets import BudgetExhausted
 from firmsift.domain.clock import utc_now
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     from firmsift.ports.leases import AnswerLeases
     from firmsift.ports.providers import LLM, Pricing, Search
     from firmsift.ports.repository import AnswerStore, JobRepository, KnownCompanies
+    from firmsift.services.spend_gate import SpendGate
 
 
 @dataclass
@@ -49,9 +49,10 @@ class JobDependencies:
     lease_poll_seconds: float = 0.5
     lease_wait_seconds: float = 300.0  # longest wait for another worker's answer before asking anyway
     precheck: Precheck | None = None  # a cheap look at the domain before the LLM (None: off)
-    # Why a job's owner (its API key id) may not spend now, or None; asked before each domain that
-    # would need the pre-check and the LLM (None: no spend limits).
-    spend_gate: Callable[[str], Awaitable[BudgetExhausted | None]] | None = None
+    # Holds each domain's expected cost against the daily limits of its job's owner (its API key
+    # id) before the pre-check and the LLM, and drops the hold once the result is stored (None: no
+    # spend limits).
+    spend_gate: SpendGate | None = None
     # Another classifier's evidence for the domain searched this recently is reused instead of
     # searching again (None: always search); each reuse is told to on_evidence_reused(classifier).
     evidence_reuse_age: timedelta | None = None

@@ -64,17 +64,24 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
 
     async def run(domain: str) -> None:
         async with slots:
+            holds: list[str | None] = []  # the domain's hold on the daily limits, once taken
+            paid: float | None = None  # what this job's own call cost, once its result is stored
             try:
                 outcome = await _answer_domain(domain, classifier, humans.get(domain), known,
-                                               cached.get(domain), deps, job.owner, defer_for)
+                                               cached.get(domain), deps, job.owner, defer_for, holds)
+                if outcome is None:
+                    deferred.append(domain)  # its result stays PENDING until the provider batch answers
+                    return
+                result, answer = outcome
+                result = await _save(job.id, result, answer, deps)
+                paid = result.cost_usd if answer is not None else None
             except SpendingPaused as paused:
                 refusals.append(paused.refusal)  # caught here: the TaskGroup must not cancel paid calls
                 return
-            if outcome is None:
-                deferred.append(domain)  # its result stays PENDING until the provider batch answers
-                return
-            result, answer = outcome
-            result = await _save(job.id, result, answer, deps)
+            finally:
+                if holds and deps.spend_gate is not None:
+                    # The cost is stored (or the path ended unpaid): the hold has done its work.
+                    await deps.spend_gate.settle(holds[0], classifier.name, paid)
             if answer is not None and deps.leases is not None:
                 # Only now that the answer is stored (or refused) may another worker look for it.
                 await deps.leases.release(domain, classifier.name, deps.lease_holder)
@@ -145,12 +152,14 @@ async def _answer_domain(
     deps: JobDependencies,
     owner: str,
     defer_for: str | None = None,
+    holds: list[str | None] | None = None,
 ) -> tuple[DomainResult, Answer | None] | None:
     """(the job's result, the answer to upsert in the cache or None) for one domain. A human
     answer comes first (a person looked at this very domain; the cache is left as it is), then
     known companies and fresh cached answers: these cost nothing and are served whatever the
-    spend; any other path raises SpendingPaused while the owner's (or the global) daily limit is
-    reached. With `defer_for` (an economy job's id), a domain that needs the LLM has its question
+    spend; any other path first holds its expected cost on the daily limits (appended to `holds`,
+    for the caller to settle once the result is stored) and raises SpendingPaused when the owner's
+    (or the global) limit is reached with what finished and what is held. With `defer_for` (an economy job's id), a domain that needs the LLM has its question
     recorded for the provider's batch API instead, and None is returned."""
     if human is not None:
         return human_result(human), None
@@ -167,8 +176,12 @@ async def _answer_domain(
         ), None
     if cached is not None and deps.is_fresh(cached, classifier):
         return DomainResult.from_answer(cached, Source.CACHE, paid=False), None
-    if deps.spend_gate is not None and (refusal := await deps.spend_gate(owner)) is not None:
-        raise SpendingPaused(refusal)
+    if deps.spend_gate is not None:
+        hold = await deps.spend_gate.hold(owner, classifier.name)
+        if isinstance(hold, BudgetExhausted):
+            raise SpendingPaused(hold)
+        if holds is not None:
+            holds.append(hold)
     site = None
     if deps.precheck is not None:
         site = await deps.precheck.check(domain, classifier, deps.answers, deps.now())

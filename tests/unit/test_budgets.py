@@ -65,6 +65,14 @@ async def spend(store: InMemoryStore, job_id: str, owner: str, *costs: float | N
         await store.save_result(job_id, DomainResult(domain, ResultStatus.DONE, cost_usd=cost), None)
 
 
+async def refusal_of(budgets: Budgets, owner: str) -> BudgetExhausted | None:
+    """Why `owner` may not spend now, or None (a hold of nothing taken and dropped)."""
+    held = await budgets.reserve(owner, 0.0)
+    if isinstance(held, str):
+        await budgets.release(held)
+    return held if isinstance(held, BudgetExhausted) else None
+
+
 def now_plus(days: float):
     return lambda: datetime.now(UTC) + timedelta(days=days)
 
@@ -83,9 +91,9 @@ async def test_a_key_over_its_limit_is_refused_until_the_next_utc_midnight() -> 
     assert "this API key's daily spend limit of 0.05 USD is reached" in str(refused.value)
     await budgets.check(loose.caller())  # no limit of its own, no global one
     await budgets.check(ANONYMOUS)
-    assert await Budgets(store, keys, None, now=now_plus(1)).refusal_for_owner(tight.id) is None  # a new day
+    assert await refusal_of(Budgets(store, keys, None, now=now_plus(1)), tight.id) is None  # a new day
     # What finished yesterday is not today's spend.
-    assert await Budgets(store, keys, None, now=now_plus(-1)).refusal_for_owner(tight.id) is None
+    assert await refusal_of(Budgets(store, keys, None, now=now_plus(-1)), tight.id) is None
 
 
 async def test_the_global_limit_counts_every_owner_and_applies_to_anyone() -> None:
@@ -97,7 +105,7 @@ async def test_the_global_limit_counts_every_owner_and_applies_to_anyone() -> No
         await Budgets(store, keys, 2.5).check(ANONYMOUS)
     assert (refused.value.scope, refused.value.spent) == ("global", 2.5)
     assert "global daily spend limit of 2.5 USD" in str(refused.value)
-    assert await Budgets(store, keys, 2.6).refusal_for_owner(first.id) is None
+    assert await refusal_of(Budgets(store, keys, 2.6), first.id) is None
 
 
 async def test_a_raised_or_removed_limit_takes_effect_at_once() -> None:
@@ -105,13 +113,13 @@ async def test_a_raised_or_removed_limit_takes_effect_at_once() -> None:
     key = (await create_key("team", [], keys, daily_limit_usd=1)).record
     await spend(store, "j1", key.id, 1.0)
     budgets = Budgets(store, keys, None)
-    assert (await budgets.refusal_for_owner(key.id)) is not None
+    assert await refusal_of(budgets, key.id) is not None
     assert (await set_daily_limit(key.id, 2, keys)).daily_limit_usd == 2
-    assert await budgets.refusal_for_owner(key.id) is None
+    assert await refusal_of(budgets, key.id) is None
     await set_daily_limit(key.id, 0, keys)
-    assert (await budgets.refusal_for_owner(key.id)) is not None
+    assert await refusal_of(budgets, key.id) is not None
     await set_daily_limit(key.id, None, keys)
-    assert await budgets.refusal_for_owner(key.id) is None
+    assert await refusal_of(budgets, key.id) is None
     with pytest.raises(ApiKeyNotFound):
         await set_daily_limit("key_missing", 1, keys)
     with pytest.raises(ValueError):

@@ -14,6 +14,7 @@ from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, KnownCompany, Source
 from firmsift.domain.outside_text import check_storable
 from firmsift.domain.spend import Spend, total_spend
+from firmsift.domain.spend_reservations import SpendReservation
 
 
 class InMemoryStore:
@@ -24,6 +25,7 @@ class InMemoryStore:
         self.answers: dict[tuple[str, str], Answer] = {}
         self.companies: dict[str, KnownCompany] = {}
         self.finished_at: dict[tuple[str, str], float] = {}  # (job id, domain) -> epoch seconds, as SQL stores it
+        self.reservations: dict[str, SpendReservation] = {}
 
     async def create_job(self, job: Job) -> None:
         if job.id in self.jobs:
@@ -79,6 +81,22 @@ class InMemoryStore:
         return total_spend(
             result for job in self.jobs.values() if owner is None or job.owner == owner for result in job.results
             if start.timestamp() <= self.finished_at.get((job.id, result.domain), -1.0) < end.timestamp())
+
+    async def reserve(self, reservation: SpendReservation, now: datetime, start: datetime, end: datetime,
+                      key_limit: float | None, global_limit: float | None) -> tuple[str, float] | None:
+        self.reservations = {k: r for k, r in self.reservations.items() if r.expires_at > now}
+        for scope, limit, owner in (("key", key_limit, reservation.owner), ("global", global_limit, None)):
+            if limit is None or (scope == "key" and not owner):
+                continue
+            held = sum(r.amount_usd for r in self.reservations.values() if owner is None or r.owner == owner)
+            total = round((await self.spend_between(start, end, owner)).cost_usd + held, 12)  # as the SQL stores
+            if total >= limit:
+                return scope, total
+        self.reservations[reservation.id] = reservation
+        return None
+
+    async def release(self, reservation_id: str) -> None:
+        self.reservations.pop(reservation_id, None)
 
     async def record_reply(self, job_id: str, *, sent: bool, error: str | None) -> None:
         self.jobs[job_id] = replace(self.jobs[job_id], reply_sent=sent, reply_error=error)

@@ -153,6 +153,17 @@ queue_dedup = Table(
 )
 
 # Who is asking the LLM about a (domain, classifier) right now, across workers, until when.
+# Spend held for LLM calls still running, counted against the daily limits with what finished
+# (domain/spend_reservations.py); a hold is dropped once its call's cost is stored.
+spend_reservations = Table(
+    "spend_reservations",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("owner", Text, nullable=False),
+    Column("amount_usd", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
 answer_leases = Table(
     "answer_leases",
     metadata,

@@ -39,8 +39,3 @@ class ExpectedCost:
     def learn(self, classifier: str, cost: float) -> None:
         before = self.of(classifier)
         self._learned[classifier] = before + LEARNING_WEIGHT * (cost - before)
-
-
-def held_reached(limit: float | None, spent: float, held: float) -> bool:
-    """Whether a limit refuses a new hold: what finished plus what is held meets it."""
-    return limit is not None and spent + held >= limit

@@ -20,6 +20,7 @@ from firmsift.entrypoints.http.contract.requests import ForgetRequest, HumanAnsw
 from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.http.json_body import read_json_body
+from firmsift.entrypoints.http.query_numbers import whole_number
 from firmsift.ports.batches import BatchStore
 from firmsift.ports.human_answers import HumanAnswerStore
 from firmsift.ports.repository import ForgetsAnswers
@@ -73,7 +74,9 @@ def answer_routes(*, catalog: Mapping[str, Classifier], gate: Gate, store: Human
         wanted = query.get("format", "json")
         if wanted not in FORMATS:
             raise BodyRejected(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {wanted!r}")
-        limit, after = _limit(query.get("limit")), read_cursor(query.get("after"))  # checked whatever the format
+        # Checked whatever the format.
+        limit = whole_number(query, "limit", low=1, high=MAX_PAGE, default=DEFAULT_PAGE)
+        after = read_cursor(query.get("after"))
         if wanted == "csv":
             return StreamingResponse(human_answer_csv_lines(store, classifier, after), media_type=FORMATS["csv"])
         async with deadline():
@@ -98,14 +101,6 @@ async def human_answer_csv_lines(store: HumanAnswerStore, classifier: str | None
 
 def _document_or_none(human: HumanAnswer | None) -> dict[str, Any] | None:
     return human_answer_document(human) if human is not None else None
-
-
-def _limit(text: str | None) -> int:
-    if text is None:
-        return DEFAULT_PAGE
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_PAGE:
-        raise BodyRejected(400, "bad_limit", f"limit must be a whole number from 1 to {MAX_PAGE}, not {text!r}")
-    return int(text)
 
 
 def page_cursor(human: HumanAnswer) -> str:

@@ -32,6 +32,7 @@ from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, s
 from firmsift.entrypoints.http.batch_json import read_json_batch
 from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.errors import BodyRejected
+from firmsift.entrypoints.http.query_numbers import LARGEST_ROW_INDEX, whole_number
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.batches import BatchIntake, BatchStore
 from firmsift.ports.queue import WorkQueue
@@ -130,11 +131,9 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
         wanted = request.query_params.get("format") or ("csv" if CSV in request.headers.get("accept", "") else "jsonl")
         if wanted not in FORMATS:
             raise BodyRejected(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {wanted!r}")
-        start = request.query_params.get("start", "0")
-        if not (start.isascii() and start.isdigit()):
-            raise BodyRejected(400, "bad_start", f"start must be a row index (0 or more), not {start!r}")
-
-        return StreamingResponse(result_lines(batch, batches, wanted, int(start)), media_type=FORMATS[wanted])
+        # Checked before the answer starts: past it, a failure can only cut the stream short.
+        start = whole_number(request.query_params, "start", low=0, high=LARGEST_ROW_INDEX, default=0)
+        return StreamingResponse(result_lines(batch, batches, wanted, start), media_type=FORMATS[wanted])
 
     async def cancel(request: Request) -> JSONResponse:
         batch = await owned(request)

@@ -20,6 +20,7 @@ from firmsift.domain.human_answers import HumanAnswer, HumanAnswerNotFound, pars
 from firmsift.domain.model import Classifier
 from firmsift.entrypoints.http.answers import FORMATS, human_answer_csv_lines, page_cursor, read_cursor
 from firmsift.entrypoints.http.errors import BodyRejected
+from firmsift.entrypoints.http.query_numbers import LARGEST_ROW_INDEX, whole_number
 from firmsift.entrypoints.web.rows import RowViews, answer_word
 from firmsift.entrypoints.web.site import CSRF_HEADER, Site, Visitor, form_fields
 from firmsift.ports.batches import BatchStore
@@ -44,7 +45,7 @@ def correction_routes(site: Site, *, catalog: Mapping[str, Classifier], batches:
             batch = await find_batch(request.path_params["batch_id"], visitor.caller.owner, batches)
         fields = await form_fields(request)
         view = fields.get("view") if fields.get("view") in VIEWS else "batch"
-        index = _row_index(fields.get("index"))
+        index = _row_index(fields)
         scripted = CSRF_HEADER in request.headers
         try:
             async with deadline():
@@ -124,8 +125,12 @@ def _answer(word: str) -> object:
         return word or None
 
 
-def _row_index(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isascii() and text.isdigit() and len(text) < 10 else None
+def _row_index(fields: Mapping[str, str]) -> int | None:
+    """The form's row index; None when left empty (a row the form does not know), 400 bad_index
+    when it is not a row index."""
+    if not fields.get("index"):
+        return None
+    return whole_number(fields, "index", low=0, high=LARGEST_ROW_INDEX, default=0)
 
 
 def _back(batch_id: str, view: str, index: int | None, page_rows: int) -> str:

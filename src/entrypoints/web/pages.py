@@ -18,6 +18,8 @@ from firmsift.domain.batch_results import rows_per_page
 from firmsift.domain.batches import Batch
 from firmsift.domain.clock import utc_now
 from firmsift.entrypoints.http.batches import FORMATS, result_lines
+from firmsift.entrypoints.http.errors import BodyRejected
+from firmsift.entrypoints.http.query_numbers import LARGEST_ROW_INDEX, whole_number
 from firmsift.entrypoints.web.rows import RowViews
 from firmsift.entrypoints.web.site import Site, Visitor
 from firmsift.ports.batches import BatchStore
@@ -59,7 +61,11 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
 
     async def batch_page(request: Request, visitor: Visitor) -> Response:
         batch = await owned(request, visitor)
-        start = _start(request)
+        try:
+            start = _start(request)
+        except BodyRejected as refused:
+            return await site.render(request, visitor.session, "error.html", status=400, title="No such row",
+                                     message=refused.message)
         document = await progress(batch)
         shown = await page_rows(batch)
         return await site.render(request, visitor.session, "batch.html", title=f"Batch {batch.id}", batch=document,
@@ -111,6 +117,6 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
 
 
 def _start(request: Request) -> int:
-    start = request.query_params.get("start", "0")
-    return int(start) if start.isascii() and start.isdigit() and len(start) < 10 else 0
+    """The row ?start= names (default 0); 400 bad_start for anything but a row index."""
+    return whole_number(request.query_params, "start", low=0, high=LARGEST_ROW_INDEX, default=0)
 

@@ -30,7 +30,7 @@ sys.modules.update({"firmsift.entrypoints.web.routes": routes, "firmsift.entrypo
 """
 RENDER = """
 from starlette.testclient import TestClient
-with TestClient(app) as client:
+with TestClient(app, base_url="http://localhost") as client:  # a host name the API answers for by default
     token = client.get("/").text.split('name="csrf-token" content="')[1].split('"')[0]
     made = client.post("/new/submit?kind=list", content=b"a.com\\nb.com\\n",
                        headers={"content-type": "text/plain", "x-csrf-token": token}).json()

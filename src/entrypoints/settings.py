@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
 
+from firmsift.domain.allowed_hosts import InvalidAllowedHosts, parse_allowed_hosts
 from firmsift.domain.pinned_hosts import InvalidPinnedHosts, PinnedHosts, parse_pinned_hosts
 from firmsift.domain.search_providers import InvalidSearchProviders, chain_name, parse_search_providers
 from firmsift.entrypoints.settings_fields import SettingsFields
@@ -29,10 +30,20 @@ class Settings(SettingsFields):
     """Every setting (declared in SettingsFields), checked alone and together, with the values derived
     from them. Environment variables win over the config file."""
 
-    @field_validator("daily_spend_limit_usd", mode="before")
+    @field_validator("daily_spend_limit_usd", "allowed_hosts", mode="before")
     @classmethod
-    def _empty_limit_is_none(cls, value: object) -> object:
+    def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts_are_names(cls, value: str | None) -> str | None:
+        try:
+            if value is not None:
+                parse_allowed_hosts(value)
+        except InvalidAllowedHosts as error:
+            raise ValueError(str(error)) from None
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -128,6 +128,9 @@ class SettingsFields(BaseSettings):
         300.0, ge=0, description="api/serve/worker: how long to wait for an unreachable database at start-up")
     auth: Literal["auto", "required", "off"] = Field(
         "auto", description="API keys: auto (off when the API listens on loopback only), required, off (loopback only)")
+    allowed_hosts: str | None = Field(
+        None, description="host names the API answers for (the Host header), comma-separated; * for any; unset: the "
+                          "loopback names and the address it listens on while keys are off, any host while required")
     rate_limit_per_minute: int = Field(600, ge=0, description="requests a minute per API key, per API process; 0: none")
     daily_spend_limit_usd: float | None = Field(
         None, ge=0, le=1_000_000, allow_inf_nan=False,

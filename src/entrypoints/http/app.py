@@ -27,6 +27,7 @@ from firmsift.entrypoints.http.batches import batch_routes
 from firmsift.entrypoints.http.contract.requests import SubmitRequest
 from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.header_limit import HeaderLimit
+from firmsift.entrypoints.http.host_check import HostCheck, served_hosts
 from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
 from firmsift.entrypoints.http.openapi import openapi_document
@@ -86,7 +87,8 @@ def create_app(
     """The ASGI app, on the parts the container gives it (Container.api builds it). `background`
     runs alongside it (the embedded worker of `firmsift serve`). `host` is the address it will be
     served on: it decides whether FIRMSIFT_AUTH=auto requires keys (looked up in `api_keys`), and
-    UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach.
+    UnsafeAuthSetting refuses FIRMSIFT_AUTH=off on an address other hosts can reach; without keys,
+    it is one of the host names requests may name (FIRMSIFT_ALLOWED_HOSTS, http/host_check.py).
     `process_checks` are this process's own checks beyond its backends (name: a call giving "ok",
     "degraded: why", which still counts as ready, or what failed), reported by /readyz.
     `worker_problem` says why no worker can run (`serve` without LLM credentials): every 202, job
@@ -99,8 +101,10 @@ def create_app(
     failures = (TokenBuckets(settings.auth_failures_per_minute, holder="unknown API keys from this address")
                 if keys_required and settings.auth_failures_per_minute else None)
     gate = Gate(api_keys if keys_required else None, limiter, failures)
+    allowed_hosts = served_hosts(settings.allowed_hosts, host, keys_required)
     document = openapi_document(
-        auth_required=keys_required, classifiers=catalog, max_domains=settings.max_domains_per_job,
+        auth_required=keys_required, hosts_checked=allowed_hosts is not None, classifiers=catalog,
+        max_domains=settings.max_domains_per_job,
         max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes,
         max_batch_domains=settings.max_domains_per_batch, max_batch_body_bytes=settings.max_batch_body_bytes,
     )
@@ -207,7 +211,8 @@ def create_app(
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
                      middleware=[Middleware(HeaderLimit, max_bytes=settings.max_header_bytes),
-                                 Middleware(SecurityHeaders)])
+                                 Middleware(SecurityHeaders),  # on the 421 below too
+                                 Middleware(HostCheck, allowed=allowed_hosts)])
 
 
 async def client_disconnected(request: Request, _exc: Exception) -> Response:

@@ -9,6 +9,7 @@ from typing import Any
 from firmsift.domain.idempotency import MAX_KEY_LENGTH
 from firmsift.domain.reply_queues import QUEUE_NAME_PATTERN, QUEUE_URL_PATTERN
 from firmsift.entrypoints.http.contract.schemas import component_schemas
+from firmsift.entrypoints.http.host_check import UNCHECKED_PATHS
 from firmsift.entrypoints.http.openapi_answers import answer_paths
 from firmsift.entrypoints.http.openapi_batches import batch_paths
 from firmsift.services.submit import max_entries
@@ -32,8 +33,10 @@ def _ok(description: str, schema: dict[str, Any], media_type: str = JSON) -> dic
 
 
 def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_domains: int, max_body_bytes: int,
-                     max_header_bytes: int, max_batch_domains: int, max_batch_body_bytes: int) -> dict[str, Any]:
-    """The document for an app with these settings (whether keys are required, which classifiers)."""
+                     max_header_bytes: int, max_batch_domains: int, max_batch_body_bytes: int,
+                     hosts_checked: bool = False) -> dict[str, Any]:
+    """The document for an app with these settings (whether keys are required, which classifiers,
+    whether the Host header is checked against FIRMSIFT_ALLOWED_HOSTS)."""
     too_large_headers = _error(f"request headers larger than {max_header_bytes} bytes (headers_too_large)")
     integer = {"type": "integer", "minimum": 1}
     security = {"security": [{"bearer": []}, {"apiKeyHeader": []}]} if auth_required else {}
@@ -121,6 +124,16 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
             "classifiers": sorted(classifiers), "max_domains": max_domains, "max_entries": max_entries(max_domains),
             "max_batch_domains": max_batch_domains})},
     }
+    if hosts_checked:
+        misdirected = _error("the Host header names no host this server answers for (host_not_allowed; "
+                             "FIRMSIFT_ALLOWED_HOSTS)")
+        unchecked = " and ".join(sorted(UNCHECKED_PATHS))
+        document["info"]["description"] += (" A request whose Host header names no host this server answers for "
+                                            f"gets 421 host_not_allowed, except at {unchecked}.")
+        for path, operations in document["paths"].items():
+            if path not in UNCHECKED_PATHS:
+                for operation in operations.values():
+                    operation["responses"]["421"] = misdirected
     if auth_required:
         document["components"]["securitySchemes"] = {
             "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer fs_…"},

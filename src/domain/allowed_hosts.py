@@ -14,6 +14,7 @@ import ipaddress
 import re
 
 ANY_HOST = "*"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # Dot-separated labels of letters, digits, hyphens and underscores: a browser sends an
 # international name in punycode, so nothing else is a name it would send.
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
@@ -78,3 +79,26 @@ def _name(text: str) -> str | None:
     name = text.lower()
     name = name[:-1] if name.endswith(".") else name  # the root's dot: `localhost.` is `localhost`
     return name if len(name) <= 253 and _NAME.fullmatch(name) else None
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach: 127.0.0.0/8, ::1 and `localhost`."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name or a wildcard such as 0.0.0.0: other machines may reach it
+
+
+def served_hosts(setting: str | None, listening_on: str, keys_required: bool) -> frozenset[str] | None:
+    """The host names the API answers for (None: any host). FIRMSIFT_ALLOWED_HOSTS when set;
+    else, without API keys, the loopback names and the address the API listens on; with keys,
+    any host: a rebound page holds no key, and no session cookie either (a browser sends cookies
+    by host name), so it can do no more than any client reaching the port."""
+    if setting is not None:
+        return parse_allowed_hosts(setting)
+    if keys_required:
+        return None
+    # Keys are off only on a loopback address (http/auth.py), so it is a name or an address, never a wildcard.
+    return LOOPBACK_NAMES | (parse_allowed_hosts(listening_on) or frozenset())

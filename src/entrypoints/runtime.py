@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from firmsift.adapters.files.classifiers import ClassifierFileError
 from firmsift.adapters.files.site_signatures import SignatureFileError
+from firmsift.domain.allowed_hosts import is_loopback, served_hosts
 from firmsift.entrypoints.container import Container
 from firmsift.entrypoints.database_wait import upgrade_and_say
 from firmsift.entrypoints.logs import configure_logging
@@ -46,6 +47,9 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
                 settings.worker_probe_host, settings.worker_probe_port, seconds_since_poll=worker.seconds_since_poll,
                 stale_after=settings.wait_time + settings.visibility_timeout, metrics=container.metrics().exposition,
                 checks={"dns": container.dns_check} if settings.precheck else None,
+                # Checked as the API checks it: a probe on loopback answers its own names only.
+                allowed_hosts=served_hosts(settings.allowed_hosts, settings.worker_probe_host,
+                                           keys_required=not is_loopback(settings.worker_probe_host)),
             ))
         rounds_stop = asyncio.Event()
         rounds = asyncio.create_task(run_provider_batches(

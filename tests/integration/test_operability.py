@@ -141,3 +141,16 @@ async def test_worker_probe_reports_its_checks_and_a_degraded_one_is_still_ready
             answer = await client.get("/readyz")
     assert answer.status_code == status
     assert answer.json() == {"status": ready, "checks": {"dns": dns}}
+
+
+@pytest.mark.anyio
+async def test_worker_probe_metrics_answer_only_the_hosts_allowed(container) -> None:
+    # A page whose DNS name is rebound to the probe's loopback port names its own host: 421.
+    async with worker_probe("127.0.0.1", 0, seconds_since_poll=lambda: 0.0, stale_after=5,
+                            metrics=container.metrics().exposition,
+                            allowed_hosts=frozenset({"localhost", "127.0.0.1", "::1"})) as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            assert (await client.get("/metrics")).status_code == 200
+            rebound = await client.get("/metrics", headers={"host": f"attacker.example:{port}"})
+            assert rebound.status_code == 421 and "FIRMSIFT_ALLOWED_HOSTS" in rebound.text
+            assert (await client.get("/healthz", headers={"host": "10.0.0.7"})).status_code == 200  # probes by address

@@ -10,8 +10,8 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from firmsift.domain.allowed_hosts import InvalidAllowedHosts, host_name, parse_allowed_hosts
-from firmsift.entrypoints.http.host_check import LOOPBACK_NAMES, HostCheck, served_hosts
+from firmsift.domain.allowed_hosts import LOOPBACK_NAMES, InvalidAllowedHosts, host_name, parse_allowed_hosts, served_hosts
+from firmsift.entrypoints.http.host_check import HostCheck
 from firmsift.entrypoints.settings import Settings
 
 

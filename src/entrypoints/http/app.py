@@ -18,8 +18,10 @@ from starlette.routing import Route
 
 from firmsift.adapters.decorators.prometheus_metrics import Metrics
 from firmsift.adapters.readiness import IntakeOutcomes
+from firmsift.domain.allowed_hosts import served_hosts
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document, warned
+from firmsift.domain.model import Classifier, JobStatus
 from firmsift.entrypoints.check_results import counts_as_ready
 from firmsift.entrypoints.http.answers import answer_routes
 from firmsift.entrypoints.http.auth import Gate, auth_required
@@ -27,12 +29,11 @@ from firmsift.entrypoints.http.batches import batch_routes
 from firmsift.entrypoints.http.contract.requests import SubmitRequest
 from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.header_limit import HeaderLimit
-from firmsift.entrypoints.http.host_check import HostCheck, served_hosts
+from firmsift.entrypoints.http.host_check import HostCheck
 from firmsift.entrypoints.http.errors import EXCEPTION_HANDLERS, BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
 from firmsift.entrypoints.http.openapi import openapi_document
 from firmsift.entrypoints.http.rate_limit import TokenBuckets
-from firmsift.domain.model import Classifier, JobStatus
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.routes import web_routes
 from firmsift.entrypoints.web.security import SecurityHeaders

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
+from firmsift.domain.allowed_hosts import is_loopback
 from firmsift.domain.keys import ANONYMOUS, Caller, InvalidApiKey, digest_of
 from firmsift.entrypoints.http.rate_limit import TokenBuckets
 from firmsift.ports.keys import ApiKeyStore
@@ -14,16 +15,6 @@ from firmsift.services.keys import authenticate
 
 class UnsafeAuthSetting(ValueError):
     """Authentication turned off on an address other hosts can reach (a usage error, exit 2)."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach: 127.0.0.0/8, ::1 and `localhost`."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name or a wildcard such as 0.0.0.0: other machines may reach it
 
 
 def auth_required(mode: str, host: str) -> bool:

@@ -12,28 +12,14 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from firmsift.domain.allowed_hosts import host_name, parse_allowed_hosts
+from firmsift.domain.allowed_hosts import host_name
 from firmsift.entrypoints.http.errors import error_body
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # Answered whatever the Host: orchestrators probe them by the pod's address, which no list of
 # names foresees, and they tell a page nothing (a status and check names, never an error's text).
 # /metrics is not among them: it shows traffic and spend.
 UNCHECKED_PATHS = frozenset({"/healthz", "/readyz"})
 SHOWN_CHARS = 100  # of a refused Host, echoed in the message
-
-
-def served_hosts(setting: str | None, listening_on: str, keys_required: bool) -> frozenset[str] | None:
-    """The host names the API answers for (None: any host). FIRMSIFT_ALLOWED_HOSTS when set;
-    else, without API keys, the loopback names and the address the API listens on; with keys,
-    any host: a rebound page holds no key, and no session cookie either (a browser sends cookies
-    by host name), so it can do no more than any client reaching the port."""
-    if setting is not None:
-        return parse_allowed_hosts(setting)
-    if keys_required:
-        return None
-    # Keys are off only on a loopback address (http/auth.py), so it is a name or an address, never a wildcard.
-    return LOOPBACK_NAMES | (parse_allowed_hosts(listening_on) or frozenset())
 
 
 class HostCheck:

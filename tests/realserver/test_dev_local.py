@@ -23,6 +23,24 @@ SERVE_LISTENING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 MODEL_LISTENING = re.compile(r"the model server listens on 127\.0\.0\.1:(\d+)")
 
 
+def _serve_port(script: subprocess.Popen[bytes], log: Path) -> int | None:
+    """The port firmsift serve announced in the script's output; its output and the model server's
+    log in the failure when the script has ended before it."""
+    text = log.read_text()
+    if (announced := SERVE_LISTENING.search(text)) is not None:
+        return int(announced.group(1))
+    if script.poll() is not None:
+        raise AssertionError(f"./dev local exited {script.returncode} before firmsift listened:\n{_logs(text)}")
+    return None
+
+
+def _logs(script_output: str) -> str:
+    """The end of the script's output and of the model server's log it names, for a failure."""
+    named = re.search(r"\(log: (\S+)\)", script_output)
+    server = Path(named.group(1)).read_text()[-2000:] if named and Path(named.group(1)).exists() else "(none yet)"
+    return f"{script_output[-3000:]}\n--- the model server's log ---\n{server}"
+
+
 @pytest.mark.long(300)
 @pytest.mark.parametrize(("stop", "status"), [("sigterm", 128 + signal.SIGTERM), ("ctrl-c", 130)])
 def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both(tmp_path: Path, stop: str,
@@ -41,8 +59,10 @@ def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both(tm
                                   stderr=subprocess.STDOUT, start_new_session=True,
                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        port = wait_until(lambda: (m := SERVE_LISTENING.search(log.read_text())) and int(m.group(1)), 240,
-                          "firmsift serve never listened", interval=0.5)
+        try:
+            port = wait_until(lambda: _serve_port(script, log), 240, "", interval=0.5)
+        except TimeoutError:
+            raise AssertionError(f"firmsift serve never listened:\n{_logs(log.read_text())}") from None
         model_port = int(MODEL_LISTENING.search(log.read_text()).group(1))  # type: ignore[union-attr]
         base = f"http://127.0.0.1:{port}"
         accepted = httpx.post(f"{base}/domains/classify", json={"domains": ["kelloggs.com"]}, timeout=30).json()

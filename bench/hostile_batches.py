@@ -190,6 +190,11 @@ def _read_results(base: str, api_pid: int, batch_id: str) -> tuple[float, float,
 def run(folder: Path, scale: int) -> list[Figure]:
     figures: list[Figure] = []
     with stack("embedded", folder / "hostile-batches", Latencies()) as services:
+        _, base = services.api("api-idle")
+        began = time.monotonic()
+        idle = _probe_while(base, lambda: time.monotonic() - began < 5)
+        figures.append(Figure("hostile_batches", "embedded", "worst /healthz with nothing else to do (the machine's noise)",
+                              max(idle), "s", HEALTHZ_GOAL, "100 ms", note=f"{len(idle)} probes over 5 s"))
         for index, body in enumerate(BODIES):
             body_file = folder / f"body-{index}"
             with body_file.open("wb") as out:

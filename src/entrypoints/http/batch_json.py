@@ -87,9 +87,10 @@ def _first_pass(path: Path, backend: ModuleType, max_domains: int, max_chars: in
             # The C parser passes over an unterminated string after the document in silence: it reads
             # the body followed by a second value of its own, which must then be the only other one.
             followed = _Followed(body)
-            events = (backend.parse(body, use_float=True) if exact else
-                      backend.parse(followed, use_float=True, multiple_values=True))
-            for _prefix, event, value in events:
+            # basic_parse: events without their prefix, which is not read here (a quarter less CPU).
+            events = (backend.basic_parse(body, use_float=True) if exact else
+                      backend.basic_parse(followed, use_float=True, multiple_values=True))
+            for event, value in events:
                 if isinstance(value, str) and len(value) > max_chars:
                     raise BodyRejected(413, "row_too_large", f"a string of {len(value)} characters; at most "
                                                              f"{max_chars} (FIRMSIFT_MAX_ROW_CHARS)")
@@ -172,7 +173,7 @@ def _not_json(path: Path, error: Exception) -> BodyRejected:
     Python's json would read (NaN, Infinity) or a number out of range; else in the parser's words."""
     try:
         with path.open("rb") as body:
-            for _ in _EXACT.parse(body, use_float=True):
+            for _ in _EXACT.basic_parse(body, use_float=True):
                 pass
     except (ijson.JSONError, ValueError) as exact:
         error = exact

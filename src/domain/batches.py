@@ -28,7 +28,11 @@ BATCH_CANCELLED = "cancelled: its batch was deleted before the job started"
 # The error of an economy job the DELETE found waiting for the provider's batch API: its questions
 # not yet sent are never sent (never paid for); one already sent is answered into the cache only.
 BATCH_CANCELLED_WAITING = "cancelled: its batch was deleted while it waited for the provider's batch API"
-CANCELLED_ERRORS = frozenset({BATCH_CANCELLED, BATCH_CANCELLED_WAITING})
+# The error of an economy job a worker was running when the DELETE came (searching, say, before
+# its questions were recorded): its domains answered so far keep their answers, the others are
+# cancelled, and its questions are never recorded, so never sent.
+BATCH_CANCELLED_RUNNING = "cancelled: its batch was deleted while the job ran, before its questions were sent"
+CANCELLED_ERRORS = frozenset({BATCH_CANCELLED, BATCH_CANCELLED_WAITING, BATCH_CANCELLED_RUNNING})
 ROWS_PER_CHUNK = 2000  # rows a store writes per step; a chunk ends where a job does (at most twice as many)
 ROWS_PER_ALLOWED_DOMAIN = 10  # as a job's request may list each allowed domain ten times over
 

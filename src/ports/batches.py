@@ -38,10 +38,12 @@ class BatchStore(Protocol):
 
     async def cancel(self, batch_id: str, at: datetime) -> int:
         """Mark the batch cancelled and fail (BATCH_CANCELLED) each of its jobs still PENDING, by
-        compare-and-set, so a job a worker has started runs on; and fail (BATCH_CANCELLED_WAITING)
-        each RUNNING job waiting for the provider's batch API (economy mode): it stops waiting, and
-        a question it waited for that no other job waits for and that has not gone out is
-        forgotten, never paid for. Returns how many jobs were cancelled."""
+        compare-and-set, so a job a worker has started runs on (standard mode). In economy mode
+        also fail each RUNNING job: one waiting for the provider's batch API
+        (BATCH_CANCELLED_WAITING) stops waiting, and a question it waited for that no other job
+        waits for and that has not gone out is forgotten, never paid for; one a worker is running
+        (BATCH_CANCELLED_RUNNING) keeps the domains it answered so far, and its questions are
+        refused from now on (DeferredQuestions.defer). Returns how many jobs were cancelled."""
 
     async def reopen_failed(self, batch_id: str) -> list[str]:
         """Make the batch's failed domains whose calls were not billed pending again, and their jobs

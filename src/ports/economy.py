@@ -20,16 +20,25 @@ class DeferredQuestions(Protocol):
         """Up to `limit` domains whose cached answer for `classifier` is the LLM's, DONE, and
         given before `answered_before`, oldest first."""
 
-    async def defer(self, question: DeferredQuestion, job_id: str) -> None:
+    async def defer(self, question: DeferredQuestion, job_id: str) -> bool:
         """Record the question as waiting, with the job among those waiting for its answer. A
         question already waiting for the same (domain, classifier) is kept as it is (never asked
-        twice); the job is added to its waiters."""
+        twice); the job is added to its waiters. False, and nothing recorded, when the job has
+        ended or its batch was cancelled (checked in the same transaction, so a cancel is either
+        seen here or sees the waiter): a question nobody waits for is never sent. A job of a
+        cancelled batch still RUNNING (cancelled by a version that left running jobs alone) is
+        failed (BATCH_CANCELLED_RUNNING) in that transaction."""
 
     async def unsent(self, limit: int) -> list[DeferredQuestion]:
         """Up to `limit` waiting questions that are in no provider batch, oldest first."""
 
     async def record_provider_batch(self, batch: ProviderBatch, questions: Sequence[DeferredQuestion]) -> None:
         """Record a new provider batch (before anything is uploaded) and put `questions` in it."""
+
+    async def forget_unwaited(self, provider_batch_id: str) -> None:
+        """Forget the questions of the provider batch that no job waits for any more (their
+        batches were cancelled after the questions were put in it): called just before its input
+        file is uploaded, so they are never sent."""
 
     async def update_provider_batch(self, batch: ProviderBatch) -> None:
         """Record how far the provider batch got (file and batch ids, status)."""

@@ -94,12 +94,17 @@ async def ask_now(domain: str, classifier: Classifier, deps: JobDependencies, si
 
 async def defer_question(domain: str, classifier: Classifier, deps: JobDependencies, site: SiteCheck | None,
                  job_id: str) -> None:
-    """Record the question for the provider's batch API, with what the answer will carry."""
+    """Record the question for the provider's batch API, with what the answer will carry. The
+    store refuses it once the job's batch is cancelled (or the job has ended): then it is never
+    sent, and the domain stays PENDING in a job that has ended (its batch shows it CANCELLED)."""
     assert deps.deferred is not None
     evidence = await _evidence_for(domain, classifier, deps)
     question, sent = ask_about(domain, classifier, evidence.items, deps.new_marker())
     template = evidence.mark(unanswered(domain, classifier, sent, deps.now()))
-    await deps.deferred.defer(DeferredQuestion(question, site.mark(template) if site is not None else template), job_id)
+    deferred = DeferredQuestion(question, site.mark(template) if site is not None else template)
+    if not await deps.deferred.defer(deferred, job_id):
+        log.info("question not recorded: its job's batch was cancelled, or the job has ended",
+                 extra={"job_id": job_id, "domain": domain})
 
 
 async def _evidence_for(domain: str, classifier: Classifier, deps: JobDependencies) -> Gathered:

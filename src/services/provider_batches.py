@@ -108,10 +108,11 @@ async def provider_batch_round(deps: ProviderBatchDependencies) -> bool:
 
 
 async def _submitted(batch: ProviderBatch, deps: ProviderBatchDependencies) -> ProviderBatch | None:
-    """The provider batch, created at the provider if need be; None when the provider refused it
-    (a file or batch it will not take: asking again gets the same answer), and then its questions
-    go back to wait, one attempt counted, so a refusal fails them after max_attempts instead of
-    blocking every round. A failure that may pass (an outage, a 429, a 5xx) is raised: the next
+    """The provider batch, created at the provider if need be; None when no job waits for any of
+    its questions any more (it is closed unsent), or when the provider refused it (a file or batch
+    it will not take: asking again gets the same answer), and then its questions go back to
+    wait, one attempt counted, so a refusal fails them after max_attempts instead of blocking
+    every round. A failure that may pass (an outage, a 429, a 5xx) is raised: the next
     round resumes the batch from its record."""
     try:
         return await _submit(batch, deps)
@@ -125,15 +126,26 @@ async def _submitted(batch: ProviderBatch, deps: ProviderBatchDependencies) -> P
         return None
 
 
-async def _submit(batch: ProviderBatch, deps: ProviderBatchDependencies) -> ProviderBatch:
-    """The provider batch, created at the provider if its record says it is not yet."""
+async def _submit(batch: ProviderBatch, deps: ProviderBatchDependencies) -> ProviderBatch | None:
+    """The provider batch, created at the provider if its record says it is not yet; None when
+    nothing is left to send in it."""
     if batch.batch_id is None:
         # An upload recorded without a batch id: the batch may have been created just before a
         # crash; the provider's metadata says so, and then it is not created twice.
         created = await deps.provider.find(batch.id) if batch.input_file_id is not None else None
         if created is None:
             if batch.input_file_id is None:
-                file_id = await deps.provider.upload(batch.id, await deps.questions.questions_in(batch.id))
+                # Just before the send (the upload is what the provider bills from): a question
+                # whose jobs' batches were all cancelled since it was put in this batch (an upload
+                # that failed, retried rounds later) is forgotten, never sent.
+                await deps.questions.forget_unwaited(batch.id)
+                questions = await deps.questions.questions_in(batch.id)
+                if not questions:
+                    await deps.questions.close_provider_batch(batch)
+                    log.info("provider batch closed unsent: no job waits for its questions",
+                             extra={"provider_batch": batch.id})
+                    return None
+                file_id = await deps.provider.upload(batch.id, questions)
                 batch = replace(batch, input_file_id=file_id)
                 await deps.questions.update_provider_batch(batch)
             assert batch.input_file_id is not None

@@ -2,20 +2,23 @@
 OpenAI batch client against the scripted batch server: an economy batch's questions go out in one
 provider batch and come back at the batch price; expired and failed requests are asked again,
 alone; a crash between creating a batch and recording it finds the batch instead of creating
-another; `firmsift refresh` asks again about old answers only."""
+another; `firmsift refresh` asks again about old answers only; a cancelled batch's questions not
+uploaded yet are never sent, even those of a job running at the cancel."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import event, text, update
 
 from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.llm.openai_batches import OpenAIBatches
@@ -26,11 +29,13 @@ from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, Static
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql.batches import SqlBatches
-from firmsift.adapters.sql.deferred_questions import SqlDeferredQuestions
+from firmsift.adapters.sql.deferred_questions import ADD_WAITER, SqlDeferredQuestions
 from firmsift.adapters.sql.leases import SqlLeases
 from firmsift.adapters.sql.store import SqlStore
-from firmsift.domain.batches import BATCH_CANCELLED_WAITING, Batch, BatchPlan, InputRow
+from firmsift.adapters.sql.tables import batches
+from firmsift.domain.batches import BATCH_CANCELLED_RUNNING, BATCH_CANCELLED_WAITING, Batch, BatchPlan, InputRow
 from firmsift.domain.economy import BatchMode
+from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
 from firmsift.services.batch_intake import RecordBatchThenPublish
@@ -100,18 +105,23 @@ class World:
             questions=self.stores.questions, provider=self.provider, jobs=self.stores.store, catalog=self.catalog,
             pricing=BATCH_PRICE, model="gpt-test", leases=self.stores.leases, on_job_finished=finished)
 
-    async def submit(self, *domains: str) -> list[str]:
-        """An economy batch of `domains` (two to a job), its jobs processed; their ids."""
+    async def record(self, *domains: str, job_size: int = 2) -> list[str]:
+        """An economy batch of `domains` (`job_size` to a job), recorded; its jobs' ids."""
         batch = Batch(id=next(self._ids), classifier="cpg", created_at=NOW, mode=BatchMode.ECONOMY)
         rows = [InputRow(i, None, f'"{d}"', d) for i, d in enumerate(domains)]
-        plan = BatchPlan(batch, rows, read_domain=normalize_domain, job_size=2, max_domains=100,
+        plan = BatchPlan(batch, rows, read_domain=normalize_domain, job_size=job_size, max_domains=100,
                          new_job_id=lambda: next(self._ids))
         await self.stores.batches.record(plan)
         self.batch_ids.append(batch.id)
-        for job_id in plan.job_ids:
+        return plan.job_ids
+
+    async def submit(self, *domains: str) -> list[str]:
+        """An economy batch of `domains` (two to a job), its jobs processed; their ids."""
+        job_ids = await self.record(*domains)
+        for job_id in job_ids:
             job = await process_job(job_id, self.jobs)
             assert job is not None and job.status is JobStatus.RUNNING
-        return plan.job_ids
+        return job_ids
 
     async def until_finished(self, job_ids: list[str], rounds: int = 12) -> list[Job]:
         deps = self.rounds()
@@ -255,3 +265,131 @@ async def test_a_question_already_sent_is_answered_into_the_cache_only(world: Wo
     cached = await world.stores.store.get_answers(["acme.com"], "cpg")
     assert cached["acme.com"].status is ResultStatus.DONE  # paid for, so kept for the next ask
     assert world.server.answered_requests() == 1
+
+
+class HeldSearch(StaticSearch):
+    """StaticSearch that tells `started` of each domain it is asked about, then holds the search
+    until `go` is set: the test decides what lands while a job is between its searches and its
+    questions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: asyncio.Queue[str] = asyncio.Queue()
+        self.go = asyncio.Event()
+
+    async def gather(self, domain: str) -> list[Any]:
+        self.started.put_nowait(domain)
+        await self.go.wait()
+        return await super().gather(domain)
+
+
+async def test_a_cancel_while_the_job_runs_sends_none_of_its_questions(world: World) -> None:
+    """Issue 27, item 6: DELETE lands while the job searches, before it defers its questions."""
+    now = datetime.now(timezone.utc)
+    cached = Answer(domain="acme.com", classifier="cpg", status=ResultStatus.DONE, source=Source.LLM, answer=True,
+                    confidence=5, answered_at=now, prompt_version=world.catalog["cpg"].prompt_version)
+    await world.stores.store.save_result("no-such-job", DomainResult(domain="acme.com"), cached)  # the cache only
+    search = HeldSearch()
+    answered = asyncio.Event()
+    world.jobs.search = search
+    world.jobs.on_result = lambda result: answered.set()
+    [job_id] = await world.record("acme.com", "beta.org", "gamma.net", "delta.io", "epsilon.dev", job_size=5)
+    running = asyncio.create_task(process_job(job_id, world.jobs))
+    await asyncio.wait_for(answered.wait(), 30)  # acme.com, from the cache
+    started = {await asyncio.wait_for(search.started.get(), 30) for _ in range(4)}
+    assert started == {"beta.org", "gamma.net", "delta.io", "epsilon.dev"}
+
+    assert await world.stores.batches.cancel(world.batch_ids[0], NOW) == 1  # the running job is stopped
+    counts = await world.stores.batches.counts(world.batch_ids[0])
+    assert (counts.done, counts.cancelled, counts.pending) == (1, 4, 0)
+    assert not await world.stores.batches.has_unfinished_jobs(world.batch_ids[0])
+    search.go.set()
+    job = await asyncio.wait_for(running, 30)
+    assert job is not None and (job.status, job.error) == (JobStatus.FAILED, BATCH_CANCELLED_RUNNING)
+    assert [(r.domain, r.status) for r in job.results] == [
+        ("acme.com", ResultStatus.DONE), ("beta.org", ResultStatus.PENDING), ("gamma.net", ResultStatus.PENDING),
+        ("delta.io", ResultStatus.PENDING), ("epsilon.dev", ResultStatus.PENDING)]  # answered before: kept
+
+    for _ in range(2):
+        await provider_batch_round(world.rounds())
+    assert world.server.requests == []  # not one request to the provider: nothing paid for
+    assert await world.stores.questions.unsent(10) == []
+    counts = await world.stores.batches.counts(world.batch_ids[0])
+    assert (counts.done, counts.cancelled, counts.pending) == (1, 4, 0)
+
+
+async def test_a_question_in_a_provider_batch_not_yet_uploaded_is_never_sent(world: World) -> None:
+    [job_id] = await world.submit("acme.com")
+    real_upload = world.provider.upload
+
+    async def unreachable(provider_batch_id: str, questions: Any) -> str:
+        raise ProviderError("batch API POST /files: connection refused", retryable=True)
+
+    world.provider.upload = unreachable  # type: ignore[method-assign]
+    with pytest.raises(ProviderError):
+        await provider_batch_round(world.rounds())  # recorded in a provider batch, then the upload failed
+    world.provider.upload = real_upload  # type: ignore[method-assign]
+    assert len(await world.stores.questions.provider_batches_in_flight()) == 1
+    assert await world.stores.batches.cancel(world.batch_ids[0], NOW) == 1
+    for _ in range(2):
+        await provider_batch_round(world.rounds())
+    assert world.server.requests == []  # the provider is back: still nothing goes out
+    assert await world.stores.questions.provider_batches_in_flight() == []
+    job = await world.stores.store.get_job(job_id)
+    assert job is not None and (job.status, job.error) == (JobStatus.FAILED, BATCH_CANCELLED_WAITING)
+
+
+async def test_a_job_of_a_batch_cancelled_without_it_records_no_question_and_ends(world: World) -> None:
+    """A cancel by an earlier version left running jobs alone: the job's first question ends it."""
+    [job_id] = await world.record("acme.com", "beta.org", job_size=2)
+    if isinstance(world.stores.batches, InMemoryBatches):
+        batch = world.stores.batches.batches[world.batch_ids[0]]
+        world.stores.batches.batches[batch.id] = replace(batch, cancelled_at=NOW)
+    else:
+        with world.stores.batches.engine.begin() as conn:
+            conn.execute(update(batches).where(batches.c.id == world.batch_ids[0]).values(cancelled_at=NOW.timestamp()))
+    job = await process_job(job_id, world.jobs)
+    assert job is not None and (job.status, job.error) == (JobStatus.FAILED, BATCH_CANCELLED_RUNNING)
+    await provider_batch_round(world.rounds())
+    assert world.server.requests == [] and await world.stores.questions.unsent(10) == []
+    counts = await world.stores.batches.counts(world.batch_ids[0])
+    assert (counts.cancelled, counts.pending) == (2, 0)
+
+
+@pytest.mark.parametrize("stores", ["postgresql"], indirect=True)
+async def test_a_cancel_waits_for_another_batch_deferring_the_same_question(world: World) -> None:
+    """PostgreSQL: the cancel forgets an unsent question no other job waits for; another batch's
+    job writing its waiter for that question at that moment holds the question's row, so the
+    cancel waits and sees it, instead of leaving that job waiting for a question that is gone."""
+    await world.submit("acme.com")
+    [other] = await world.record("acme.com")
+    engine = world.stores.batches.engine
+    waiter_written, release = threading.Event(), threading.Event()
+
+    def hold_after_the_waiter(conn: Any, clause: Any, *args: Any) -> None:
+        if clause is ADD_WAITER:
+            waiter_written.set()
+            release.wait(30)
+
+    event.listen(engine, "after_execute", hold_after_the_waiter)
+    try:
+        processing = asyncio.create_task(process_job(other, world.jobs))
+        await asyncio.to_thread(waiter_written.wait, 30)  # its transaction is open, the waiter unseen
+        cancelling = asyncio.create_task(world.stores.batches.cancel(world.batch_ids[0], NOW))
+        with engine.connect() as conn:
+            lock_waits = text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                              " AND wait_event_type = 'Lock'")
+            for _ in range(3000):  # until the cancel waits for a lock (the fix) or is done (without it)
+                waiting = conn.execute(lock_waits).scalar()
+                conn.rollback()  # pg_stat_activity is read once per transaction
+                if waiting or cancelling.done():
+                    break
+                await asyncio.sleep(0.01)
+        release.set()
+        assert await asyncio.wait_for(cancelling, 30) == 1
+        await asyncio.wait_for(processing, 30)
+    finally:
+        release.set()
+        event.remove(engine, "after_execute", hold_after_the_waiter)
+    [job] = await world.until_finished([other])
+    assert [(r.domain, r.status) for r in job.results] == [("acme.com", ResultStatus.DONE)]

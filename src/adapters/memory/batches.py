@@ -10,6 +10,7 @@ from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.batch_results import RowResult, shown_result
 from firmsift.domain.batches import (
     BATCH_CANCELLED,
+    BATCH_CANCELLED_RUNNING,
     Batch,
     BatchCancelledAlready,
     BatchCounts,
@@ -19,6 +20,7 @@ from firmsift.domain.batches import (
     domain_state,
 )
 from firmsift.domain.budgets import BatchPause
+from firmsift.domain.economy import BatchMode
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
 from firmsift.domain.spend import total_spend
 
@@ -97,6 +99,11 @@ class InMemoryBatches:
                 cancelled += 1
         for withdraw in self.withdrawals:
             cancelled += await withdraw(job_ids)
+        if batch.mode is BatchMode.ECONOMY:  # as SqlBatches.cancel: a running job's questions are refused from now on
+            for job_id in job_ids:
+                if await self.store.set_job_status(job_id, JobStatus.FAILED, BATCH_CANCELLED_RUNNING,
+                                                   only_from=(JobStatus.RUNNING,)):
+                    cancelled += 1
         return cancelled
 
     async def reopen_failed(self, batch_id: str) -> list[str]:

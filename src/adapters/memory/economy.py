@@ -12,7 +12,7 @@ from datetime import datetime
 from firmsift.adapters.memory.batches import InMemoryBatches
 from firmsift.adapters.memory.providers import SCRIPTED_ANSWER
 from firmsift.domain.economy import BatchMode, DeferredQuestion, Deferral, ProviderBatch, ProviderBatchStatus
-from firmsift.domain.batches import BATCH_CANCELLED_WAITING
+from firmsift.domain.batches import BATCH_CANCELLED_RUNNING, BATCH_CANCELLED_WAITING
 from firmsift.domain.model import Answer, JobStatus, ResultStatus, Source
 
 
@@ -55,11 +55,20 @@ class InMemoryDeferredQuestions:
                        and answer.answered_at < answered_before)
         return [domain for _at, domain in stale[:limit]]
 
-    async def defer(self, question: DeferredQuestion, job_id: str) -> None:
+    async def defer(self, question: DeferredQuestion, job_id: str) -> bool:
+        batch = self.batches.batches.get(self.batches.job_batch.get(job_id, ""))
+        if batch is not None and batch.cancelled_at is not None:  # as SqlDeferredQuestions.defer
+            await self.batches.store.set_job_status(job_id, JobStatus.FAILED, BATCH_CANCELLED_RUNNING,
+                                                    only_from=(JobStatus.RUNNING,))
+            return False
+        job = self.batches.store.jobs.get(job_id)
+        if job is None or job.status.finished:
+            return False
         self.questions.setdefault(question.custom_id, question)
         waiting = self.waiters.setdefault(question.custom_id, [])
         if job_id not in waiting:
             waiting.append(job_id)
+        return True
 
     async def unsent(self, limit: int) -> list[DeferredQuestion]:
         return [q for key, q in self.questions.items() if key not in self.placed][:limit]
@@ -68,6 +77,13 @@ class InMemoryDeferredQuestions:
         self.provider_batches[batch.id] = batch
         for question in questions:
             self.placed[question.custom_id] = batch.id
+
+    async def forget_unwaited(self, provider_batch_id: str) -> None:
+        for key, placed in list(self.placed.items()):
+            if placed == provider_batch_id and not self.waiters.get(key):
+                del self.placed[key]
+                self.questions.pop(key, None)
+                self.waiters.pop(key, None)
 
     async def update_provider_batch(self, batch: ProviderBatch) -> None:
         self.provider_batches[batch.id] = batch

@@ -20,6 +20,7 @@ from firmsift.adapters.sql.tables import batch_jobs, batch_rows, batches, job_do
 from firmsift.domain.batch_results import NO_RESULT, RowResult, ShownResult
 from firmsift.domain.batches import (
     BATCH_CANCELLED,
+    BATCH_CANCELLED_RUNNING,
     Batch,
     BatchCancelledAlready,
     BatchCounts,
@@ -190,7 +191,18 @@ class SqlBatches:
                 update(jobs).where(jobs.c.id.in_(batch_job_ids), jobs.c.status == JobStatus.PENDING.value)
                 .values(status=JobStatus.FAILED.value, error=BATCH_CANCELLED, updated_at=time.time())
             ).rowcount
-            return unstarted + withdraw_waiting_jobs(conn, batch_job_ids)
+            withdrawn = withdraw_waiting_jobs(conn, batch_job_ids)
+            mode = conn.execute(select(batches.c.mode).where(batches.c.id == batch_id)).scalar()
+            if mode != BatchMode.ECONOMY.value:
+                return unstarted + withdrawn
+            # Economy mode: a job a worker runs has only cheap paths and searches left before its
+            # questions wait, and those are refused from now on (SqlDeferredQuestions.defer): it
+            # ends now, its domains answered so far kept.
+            running = conn.execute(
+                update(jobs).where(jobs.c.id.in_(batch_job_ids), jobs.c.status == JobStatus.RUNNING.value)
+                .values(status=JobStatus.FAILED.value, error=BATCH_CANCELLED_RUNNING, updated_at=time.time())
+            ).rowcount
+            return unstarted + withdrawn + running
 
         return await in_transaction(self.engine, work)
 

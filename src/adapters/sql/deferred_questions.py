@@ -23,16 +23,18 @@ from firmsift.adapters.sql.tables import (
     jobs,
     provider_batches,
 )
-from firmsift.domain.batches import BATCH_CANCELLED_WAITING
+from firmsift.domain.batches import BATCH_CANCELLED_RUNNING, BATCH_CANCELLED_WAITING
 from firmsift.domain.economy import BatchMode, DeferredQuestion, Deferral, ProviderBatch, ProviderBatchStatus, Question
 from firmsift.domain.model import Answer, JobStatus, ResultStatus, Source
 
 # Targets the primary key deferred_questions (domain, classifier): a question already waiting is
-# kept as it is, so two jobs never send the same question.
+# kept as it is, so two jobs never send the same question. A no-op update rather than DO NOTHING:
+# it locks the row (PostgreSQL) until the job's waiter is written, so a transaction forgetting the
+# questions nobody waits for (a cancel, or the check before an upload) waits and sees the waiter.
 DEFER_QUESTION = text("""
     INSERT INTO deferred_questions (domain, classifier, question, template, attempts, provider_batch, deferred_at)
     VALUES (:domain, :classifier, :question, :template, 0, NULL, :now)
-    ON CONFLICT (domain, classifier) DO NOTHING
+    ON CONFLICT (domain, classifier) DO UPDATE SET deferred_at = deferred_questions.deferred_at
 """)
 # Targets the primary key deferred_question_jobs (domain, classifier, job_id): a redelivered job waits once.
 ADD_WAITER = text("""
@@ -40,6 +42,9 @@ ADD_WAITER = text("""
     VALUES (:domain, :classifier, :job_id, :now)
     ON CONFLICT (domain, classifier, job_id) DO NOTHING
 """)
+# A question's waiters, for `exists()` in a statement on deferred_questions.
+_ITS_WAITERS = (deferred_question_jobs.c.domain == deferred_questions.c.domain,
+                deferred_question_jobs.c.classifier == deferred_questions.c.classifier)
 
 
 class SqlDeferredQuestions:
@@ -66,15 +71,31 @@ class SqlDeferredQuestions:
                  .order_by(answers.c.answered_at, answers.c.domain).limit(limit))
         return await self._run(lambda conn: list(conn.execute(query).scalars()))
 
-    async def defer(self, question: DeferredQuestion, job_id: str) -> None:
+    async def defer(self, question: DeferredQuestion, job_id: str) -> bool:
         key = {"domain": question.template.domain, "classifier": question.template.classifier, "now": self.clock()}
+        its_batch = batches.c.id.in_(select(batch_jobs.c.batch_id).where(batch_jobs.c.job_id == job_id))
 
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> bool:
+            # FOR SHARE on the batch's row, then the job's (a cancel's order: no deadlock): a cancel
+            # under way is waited for and seen here, and one that comes after waits for this
+            # waiter and withdraws it. Either way nothing is sent for a cancelled batch.
+            cancelled = conn.execute(
+                select(batches.c.cancelled_at).where(its_batch).with_for_update(read=True)).scalar()
+            if cancelled is not None:
+                # Cancelled by a version that left running jobs alone: the job ends as cancelled now.
+                conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == JobStatus.RUNNING.value)
+                             .values(status=JobStatus.FAILED.value, error=BATCH_CANCELLED_RUNNING,
+                                     updated_at=time.time()))
+                return False
+            status = conn.execute(select(jobs.c.status).where(jobs.c.id == job_id).with_for_update(read=True)).scalar()
+            if status is None or JobStatus(status).finished:
+                return False
             conn.execute(DEFER_QUESTION, {**key, "question": json.dumps(_question_json(question.question)),
                                           "template": json.dumps(answer_params(question.template))})
             conn.execute(ADD_WAITER, {**key, "job_id": job_id})
+            return True
 
-        await self._run(work)
+        return await self._run(work)
 
     async def unsent(self, limit: int) -> list[DeferredQuestion]:
         query = (select(deferred_questions).where(deferred_questions.c.provider_batch.is_(None))
@@ -86,6 +107,17 @@ class SqlDeferredQuestions:
             conn.execute(provider_batches.insert().values(id=batch.id, created_at=self.clock(), **_batch_values(batch)))
             for question in questions:
                 conn.execute(update(deferred_questions).where(*_key(question)).values(provider_batch=batch.id))
+
+        await self._run(work)
+
+    async def forget_unwaited(self, provider_batch_id: str) -> None:
+        in_batch = deferred_questions.c.provider_batch == provider_batch_id
+
+        def work(conn: Connection) -> None:
+            # Locked, then read afresh by the next statement (PostgreSQL): a job deferring one of
+            # these questions right now holds its row until its waiter is written, and is seen.
+            conn.execute(select(deferred_questions.c.domain).where(in_batch).with_for_update())
+            conn.execute(delete(deferred_questions).where(in_batch, ~exists().where(*_ITS_WAITERS)))
 
         await self._run(work)
 
@@ -108,6 +140,9 @@ class SqlDeferredQuestions:
 
     async def answered(self, question: DeferredQuestion, answer: Answer, given: Sequence[str]) -> list[str]:
         def work(conn: Connection) -> list[str]:
+            # Locked before its waiters are read (PostgreSQL): a job deferring it right now is
+            # among them, not left waiting for a question that is gone.
+            conn.execute(select(deferred_questions.c.domain).where(*_key(question)).with_for_update())
             late = [job_id for job_id in _waiters(conn, question) if job_id not in given]
             conn.execute(UPSERT_ANSWER, answer_params(answer))
             conn.execute(delete(deferred_question_jobs).where(
@@ -137,12 +172,12 @@ def withdraw_waiting_jobs(conn: Connection, job_ids: Select[Any]) -> int:
         update(jobs).where(jobs.c.id.in_(select(deferred_question_jobs.c.job_id).where(waiting)),
                            jobs.c.status == JobStatus.RUNNING.value)
         .values(status=JobStatus.FAILED.value, error=BATCH_CANCELLED_WAITING, updated_at=time.time())).rowcount
-    # Before the waiters go: an unsent question that one of these jobs waits for and no other job does.
-    its_waiters = (deferred_question_jobs.c.domain == deferred_questions.c.domain,
-                   deferred_question_jobs.c.classifier == deferred_questions.c.classifier)
-    conn.execute(delete(deferred_questions).where(
-        deferred_questions.c.provider_batch.is_(None),
-        exists().where(*its_waiters, waiting), ~exists().where(*its_waiters, ~waiting)))
+    # Before the waiters go: an unsent question that one of these jobs waits for and no other job
+    # does. Locked first, then read afresh by the delete (PostgreSQL): another batch's job deferring
+    # the same question right now holds its row until its waiter is written, and is seen.
+    theirs = (deferred_questions.c.provider_batch.is_(None), exists().where(*_ITS_WAITERS, waiting))
+    conn.execute(select(deferred_questions.c.domain).where(*theirs).with_for_update())
+    conn.execute(delete(deferred_questions).where(*theirs, ~exists().where(*_ITS_WAITERS, ~waiting)))
     conn.execute(delete(deferred_question_jobs).where(waiting))
     return failed
 

@@ -95,6 +95,8 @@ def batch_paths(*, error: Callable[..., dict[str, Any]], security: dict[str, Any
                          f"{LARGEST_ROW_INDEX} (bad_start; past the last row, no rows are sent)"), **common},
     }
     cancel = {"summary": "Cancel what has not started; work started or finished is kept", **security,
+              "description": ("In economy mode, running jobs are cancelled too: their domains answered so far "
+                              "are kept, and no question is sent to the provider's batch API after the cancel."),
               "operationId": "cancelBatch", "parameters": [batch_id],
               "responses": {"200": {"description": "the batch after cancelling",
                                     "content": {JSON: {"schema": _ref("BatchCancelled")}}}, **common}}

@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine, text
 
+from firmsift.ports.database_errors import DatabaseReadOnly
+
 CHECK_TIMEOUT_SECONDS = 3.0
 INTAKE_FAILURE_SECONDS = 10.0  # how long a failed intake keeps the process not ready (unless one succeeds)
 # A real write, committed, to a row every database has once migrated: a database that answers
@@ -56,7 +58,8 @@ class Readiness:
         stages: set[str] = set()
         outcome, queue = await asyncio.gather(
             self._run(self._database(stages), "failing"), self._run(self.queue.approximate_counts(), "unreachable"))
-        # A failure (or a timeout) after the read is the writes'; before it, the database's.
+        # A failure (or a timeout) after the read is the writes'; before it, the database's. A
+        # SQLite file found read-only is refused before any read: both say so.
         reads = "ok" if "read" in stages else ("unreachable" if outcome == "failing" else outcome)
         writes = outcome if "read" in stages else reads
         return {"database": reads, "database_writes": writes, "queue": queue,
@@ -80,6 +83,9 @@ class Readiness:
             await asyncio.wait_for(check, CHECK_TIMEOUT_SECONDS)
         except asyncio.TimeoutError:
             return f"timed out after {CHECK_TIMEOUT_SECONDS:.0f}s"
+        except DatabaseReadOnly as error:
+            log.warning("readiness check failed: %s", error)
+            return f"read-only: {error.what}"  # the file's name; its folder stays in the log
         except Exception as error:  # noqa: BLE001 - readiness reports any failure as not ready
             # Hosts, users and URLs stay in the log: /readyz is open to anyone who can reach it.
             log.warning("readiness check failed", extra={"error": f"{type(error).__name__}: {error}"})

@@ -43,10 +43,14 @@ async def run_worker(container: Container, stop: asyncio.Event, *, probe: bool =
     async with container.http_clients(), contextlib.AsyncExitStack() as stack:
         worker = container.worker()
         if probe and settings.worker_probe_port is not None:
+            checks = {"dns": container.dns_check} if settings.precheck else {}
+            database_writes = container.database_writes()  # a SQLite file's: re-checked on each probe
+            if database_writes is not None:
+                checks["database_writes"] = database_writes
             await stack.enter_async_context(worker_probe(
                 settings.worker_probe_host, settings.worker_probe_port, seconds_since_poll=worker.seconds_since_poll,
                 stale_after=settings.wait_time + settings.visibility_timeout, metrics=container.metrics().exposition,
-                checks={"dns": container.dns_check} if settings.precheck else None,
+                checks=checks or None,
                 # Checked as the API checks it: a probe on loopback answers its own names only.
                 allowed_hosts=served_hosts(settings.allowed_hosts, settings.worker_probe_host,
                                            keys_required=not is_loopback(settings.worker_probe_host)),

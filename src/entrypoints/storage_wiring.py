@@ -19,6 +19,7 @@ from firmsift.adapters.sql.keys import SqlApiKeys
 from firmsift.adapters.sql.leases import SqlLeases
 from firmsift.adapters.sql.migrations import is_current, upgrade
 from firmsift.adapters.sql.spend import SqlSpendLedger
+from firmsift.adapters.sql.sqlite_writes import write_state
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.adapters.sql.web_sessions import SqlWebSessions
 from firmsift.entrypoints.settings import Settings
@@ -44,6 +45,8 @@ class StorageWiring(containers.DeclarativeContainer):
     )
     migrate = providers.Callable(upgrade, engine)
     schema_is_current = providers.Callable(is_current, engine)
+    # A worker probe's /readyz check on a SQLite file: "ok" or "read-only: what" (None: another database).
+    database_writes = providers.Callable(write_state, engine)
     store = providers.Singleton(SqlStore, engine)
     answer_history = providers.Singleton(SqlAnswerHistory, engine)
     api_keys = providers.Singleton(SqlApiKeys, engine)

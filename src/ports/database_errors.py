@@ -15,5 +15,16 @@ class DatabaseUnavailable(DatabaseFailure):
     database, a server shutting down, a file that cannot be opened. A server may come back."""
 
 
+class DatabaseReadOnly(DatabaseUnavailable):
+    """The database takes no writes: its file, the files beside it or its folder are read-only
+    to this process (or SQLite refused a write as read-only). The message names the file and what
+    to do; `what` names the file alone, without the folder it is in, for answers anyone may read
+    (/readyz). Work resumes by itself once the files are writable again."""
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 class InvalidDatabaseUrl(Exception):
     """The database URL cannot be used: it does not parse, or its driver cannot be loaded."""

@@ -81,8 +81,12 @@ def test_readyz_is_503_while_the_database_answers_reads_but_refuses_writes(conta
         ready = client.get("/readyz")
     assert refused.status_code == 503
     assert not_ready.status_code == 503
-    assert not_ready.json()["checks"] == {"database": "ok", "database_writes": "failing", "queue": "ok",
+    # Once SQLite refused a write, each new connection is tried with a write first: none opened
+    # read-only is kept, the read's included.
+    refusal = "read-only: SQLite refused to write ops.db"
+    assert not_ready.json()["checks"] == {"database": refusal, "database_writes": refusal, "queue": refusal,
                                           "intake": "failing"}
+    assert refused.json()["error"]["code"] == "database_read_only"
     assert still_not_ready.status_code == 503 and still_not_ready.json()["checks"]["intake"] == "failing"
     assert accepted.status_code == 202
     assert ready.status_code == 200

@@ -1,5 +1,6 @@
 """SQLAlchemy engine creation for SQLite and PostgreSQL, with the SQLite settings a
-multi-process service needs (WAL, busy timeout, immediate write transactions)."""
+multi-process service needs (WAL, busy timeout, immediate write transactions, and a file that
+turns read-only refused before SQLite touches it: sqlite_writes.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
 from firmsift.adapters.sql.errors import database_errors, url_errors
+from firmsift.adapters.sql.sqlite_writes import WriteGuard
 
 T = TypeVar("T")
 
@@ -56,13 +58,19 @@ def make_engine(url: str | URL, *, pool_size: int = 5, max_overflow: int = 10,
 def _sqlite_engine(url: URL, pool_timeout: float) -> Engine:
     database = url.database
     pool: dict[str, float] = {}
+    file: Path | None = None
     if database and database != ":memory:":
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        file = Path(database).expanduser().absolute()  # as SQLite opens it: relative to the current directory
+        file.parent.mkdir(parents=True, exist_ok=True)
         # One connection per process: every transaction takes the file's write lock (BEGIN
         # IMMEDIATE), so more connections only make threads wait in SQLite's busy handler, which
         # sleeps in growing steps (up to 100 ms) instead of handing over the moment the lock is free.
         pool = {"pool_size": 1, "max_overflow": 0, "pool_timeout": pool_timeout}
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT}, **pool)
+    # SQLite writes the -shm file through a memory map while a connection is open: once the file
+    # cannot be written (immutable, on a file system gone read-only) that write is a SIGBUS. Each
+    # connection and each transaction are refused instead while the database is not writable.
+    guard = WriteGuard(engine, file) if file is not None else None
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -78,9 +86,13 @@ def _sqlite_engine(url: URL, pool_timeout: float) -> Engine:
         # a 100,000-domain POST). Pages are only allocated as they are used.
         cursor.execute(f"PRAGMA cache_size={-SQLITE_CACHE_KIB}")
         cursor.close()
+        if guard is not None:
+            guard.after_connect(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:  # type: ignore[no-untyped-def]
+        if guard is not None:
+            guard.before_transaction()  # each time: a file made read-only meanwhile is refused, not touched
         # BEGIN IMMEDIATE takes the write lock up front, so two processes never deadlock
         # upgrading read locks; the busy timeout makes the loser wait instead of failing.
         connection.exec_driver_sql("BEGIN IMMEDIATE")

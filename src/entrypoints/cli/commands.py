@@ -31,6 +31,7 @@ from firmsift.entrypoints.cli.serve_command import serve, serve_copies
 from firmsift.entrypoints.llm_credentials import require_llm_credentials
 from firmsift.entrypoints.runtime import run_worker, start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.ports.database_errors import DatabaseReadOnly
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -72,7 +73,8 @@ def dispatch(args: argparse.Namespace) -> int:
         if long_running:
             try:
                 migrate_when_reachable(container)
-            except DatabaseUnreachable as error:
+            except (DatabaseUnreachable, DatabaseReadOnly) as error:
+                # Read-only: refused before SQLite opens the file; exit 1, as for a database away.
                 raise CommandError(str(error)) from None
         if args.command == "api" and args.workers > 1:
             return serve_copies(settings, args.host, args.port, args.workers)

@@ -24,7 +24,7 @@ from firmsift.domain.idempotency import IdempotencyKeyReused
 from firmsift.domain.keys import InvalidApiKey, NotAuthenticated
 from firmsift.domain.reply_queues import ReplyQueueNotAllowed
 from firmsift.entrypoints.http.rate_limit import RateLimited
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.database_errors import DatabaseFailure, DatabaseReadOnly
 
 log = logging.getLogger(__name__)
 MAX_ECHOED_VALUE = 200  # an offending value is echoed back, but never a megabyte of it
@@ -132,6 +132,13 @@ async def backend_unavailable(_request: Request, exc: Exception) -> JSONResponse
                         status_code=503, headers={"Retry-After": "5"})
 
 
+async def database_read_only(_request: Request, exc: Exception) -> JSONResponse:
+    # The operator's fix is in the message (the file, the user, what to make writable): whoever
+    # reads the 503 first can pass it on. Nothing of the request was stored.
+    log.error("database read-only: %s", exc)
+    return JSONResponse(error_body("database_read_only", str(exc)), status_code=503, headers={"Retry-After": "5"})
+
+
 async def http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -147,6 +154,7 @@ EXCEPTION_HANDLERS = {
     FirmsiftError: firmsift_error,
     HTTPException: http_error,
     BackendUnavailable: backend_unavailable,
+    DatabaseReadOnly: database_read_only,
     DatabaseFailure: backend_unavailable,  # a database outage is a 503, not an internal error
     Exception: unexpected_error,
 }

@@ -82,7 +82,8 @@ def openapi_document(*, auth_required: bool, classifiers: Iterable[str], max_dom
             "422": _error("invalid input: invalid_request, invalid_domains, unknown_classifier, "
                           "idempotency_key_reused"),
             "431": too_large_headers,
-            "503": _error("the job could not be durably queued (queue_unavailable)", **{"Retry-After": integer}),
+            "503": _error("the job could not be durably queued (queue_unavailable), or the database is read-only "
+                          "(database_read_only: the message names the file)", **{"Retry-After": integer}),
         },
     }
     if not auth_required:

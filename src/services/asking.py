@@ -20,6 +20,7 @@ from firmsift.domain.outside_text import storable, storable_completion, storable
 from firmsift.domain.parsing import ParseFailure, parse_verdict
 from firmsift.domain.prompt import answer_schema, build_prompt, evidence_sent
 from firmsift.domain.quotes import MAX_QUOTE_CHARS, check_quote, trusted_confidence
+from firmsift.ports.database_errors import DatabaseFailure
 
 if TYPE_CHECKING:
     from firmsift.ports.providers import LLM, Pricing
@@ -41,7 +42,8 @@ async def ask_llm(
     """(the answer, the completion it was read from, or None when the call failed).
 
     Never raises for a provider failure or unreadable output: the answer is FAILED with the
-    reason, so one domain's failure stays that domain's. `slots` caps concurrent LLM calls.
+    reason, so one domain's failure stays that domain's. A database failure (of the pacing the
+    workers share) is raised: the domain is not answered. `slots` caps concurrent LLM calls.
     Evidence, the completion and error messages come from outside: they are made storable
     here, so a poison character cannot make the answer unsavable (and paid for again).
     The answer's quote is checked against the evidence text the prompt carried: without a
@@ -59,6 +61,10 @@ async def ask_llm(
         async with slots:
             started = time.monotonic()  # the slot is taken: waiting for it is not the call's time
             completion = await llm.complete(question.system, question.user, json_schema=question.json_schema)
+    except DatabaseFailure:
+        # The database the LLM's pacing is shared through failed (before the call went out): not
+        # this domain's answer. It stays unfinished, for the job's next delivery to ask.
+        raise
     except Exception as error:  # noqa: BLE001 - failure isolation: this domain fails, the job goes on
         failed = replace(unanswered(domain, classifier, evidence, now()), status=ResultStatus.FAILED,
                          error=f"LLM call failed: {storable_error(error)}", model=llm.model,

@@ -14,6 +14,7 @@ from firmsift.domain.clock import utc_now
 from firmsift.domain.freshness import is_fresh
 from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import Answer, Classifier, DomainResult
+from firmsift.services.held_answers import HeldAnswers
 from firmsift.services.precheck import Precheck
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class JobDependencies:
     now: Callable[[], datetime] = utc_now
     new_marker: Callable[[], str] = lambda: secrets.token_hex(12)
     inflight: InFlight[tuple[Answer, bool]] = field(default_factory=InFlight)
+    # Answers the database would not store, kept until it does (the worker runs save_held_answers).
+    held: HeldAnswers = field(default_factory=HeldAnswers)
     on_result: Callable[[DomainResult], None] = lambda result: None  # e.g. count domains by path
     # Across workers: who is asking the LLM about a domain right now (None: this worker only).
     leases: AnswerLeases | None = None

@@ -22,6 +22,8 @@ from firmsift.domain.model import (
     Source,
 )
 from firmsift.domain.outside_text import UnstorableText
+from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.services.held_answers import HeldAnswer, worth_holding
 from firmsift.services.job_dependencies import JobDependencies
 from firmsift.services.paid_path import ask_once, defer_question
 
@@ -38,6 +40,9 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
     run concurrently, bounded by domain_concurrency. A provider failure fails only its domain.
     A domain that would cost money while a spend limit is reached is left PENDING; once the
     others are done the job is PENDING again and SpendingPaused is raised (nothing fails).
+    A database failure ends the domain it hit, not its siblings (their calls may be paid for
+    already); an answer the database would not store is held (deps.held) and saved later, and the
+    first failure is raised once every domain has ended, so the message comes back.
     """
     job = await deps.jobs.get_job(job_id)
     if job is None:
@@ -61,40 +66,63 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
     refusals: list[BudgetExhausted] = []
     defer_for = job.id if deferral is not None else None
     deferred: list[str] = []
+    failures: list[DatabaseFailure] = []
 
     async def run(domain: str) -> None:
         async with slots:
-            holds: list[str | None] = []  # the domain's hold on the daily limits, once taken
-            paid: float | None = None  # what this job's own call cost, once its result is stored
             try:
-                outcome = await _answer_domain(domain, classifier, humans.get(domain), known,
-                                               cached.get(domain), deps, job.owner, defer_for, holds)
-                if outcome is None:
-                    deferred.append(domain)  # its result stays PENDING until the provider batch answers
-                    return
-                result, answer = outcome
-                result = await _save(job.id, result, answer, deps)
-                paid = result.cost_usd if answer is not None else None
+                await answer_and_store(domain)
             except SpendingPaused as paused:
                 refusals.append(paused.refusal)  # caught here: the TaskGroup must not cancel paid calls
-                return
-            finally:
-                if holds and deps.spend_gate is not None:
-                    # The cost is stored (or the path ended unpaid): the hold has done its work.
-                    await deps.spend_gate.settle(holds[0], classifier.name, paid)
-            if answer is not None and deps.leases is not None:
-                # Only now that the answer is stored (or refused) may another worker look for it.
-                await deps.leases.release(domain, classifier.name, deps.lease_holder)
-            deps.on_result(result)
-            log.info("domain answered", extra={"job_id": job.id, "domain": domain, "status": result.status.value,
-                                               "source": result.source.value if result.source else None,
-                                               "error": result.error})
+            except DatabaseFailure as error:
+                # Caught here too: a sibling's LLM call may be answered (and billed) already.
+                failures.append(error)
+                log.warning("domain not finished: the database failed",
+                            extra={"job_id": job.id, "domain": domain, "error": str(error)})
 
-    # A TaskGroup, not gather: if one domain's save fails (a database blip), its siblings are
-    # cancelled instead of running on detached while the message comes back to another worker.
+    async def answer_and_store(domain: str) -> None:
+        holds: list[str | None] = []  # the domain's hold on the daily limits, once taken
+        paid: float | None = None  # what this job's own call cost, once its result is stored
+        kept = False  # its answer is held: the hold stays until the answer is stored
+        try:
+            outcome = await _answer_domain(domain, classifier, humans.get(domain), known,
+                                           cached.get(domain), deps, job.owner, defer_for, holds, job.id)
+            if outcome is None:
+                deferred.append(domain)  # its result stays PENDING until the provider batch answers
+                return
+            result, answer = outcome
+            try:
+                result = await _save(job.id, result, answer, deps)
+            except DatabaseFailure:
+                if answer is None or not worth_holding(answer):
+                    raise  # nothing paid to keep: the next delivery finds it again as cheaply
+                kept = True
+                deps.held.hold(HeldAnswer(job.id, result, answer, holds[0] if holds else None))
+                log.warning("answer held: the database did not store it; saved again until it does",
+                            extra={"job_id": job.id, "domain": domain, "cost_usd": answer.cost_usd})
+                raise
+            if answer is not None:
+                deps.held.drop(job.id, domain)
+            paid = result.cost_usd if answer is not None else None
+        finally:
+            if holds and deps.spend_gate is not None and not kept:
+                # The cost is stored (or the path ended unpaid): the hold has done its work.
+                await deps.spend_gate.settle(holds[0], classifier.name, paid)
+        if answer is not None and deps.leases is not None:
+            # Only now that the answer is stored (or refused) may another worker look for it.
+            await deps.leases.release(domain, classifier.name, deps.lease_holder)
+        deps.on_result(result)
+        log.info("domain answered", extra={"job_id": job.id, "domain": domain, "status": result.status.value,
+                                           "source": result.source.value if result.source else None,
+                                           "error": result.error})
+
+    # A TaskGroup, not gather: no domain runs on detached after the job returns or raises (a bug
+    # in one cancels its siblings); a database failure is caught in `run` and raised after them.
     async with asyncio.TaskGroup() as group:
         for domain in pending:
             group.create_task(run(domain))
+    if failures:
+        raise failures[0]  # the message comes back; what was stored or held is not asked again
     if refusals:
         await deps.jobs.set_job_status(job.id, JobStatus.PENDING, only_from=(JobStatus.RUNNING,))
         log.info("job paused by a spend limit", extra={"job_id": job.id, "paused_domains": len(refusals)})
@@ -104,6 +132,20 @@ async def process_job(job_id: str, deps: JobDependencies) -> Job | None:
         log.info("job waits for the provider's batch API", extra={"job_id": job.id, "deferred_domains": len(deferred)})
         return await deps.jobs.get_job(job.id)
     return await conclude_job(job.id, deps.jobs)
+
+
+async def save_held_answers(deps: JobDependencies, stop: asyncio.Event) -> None:
+    """Until `stop` is set, save the answers deps.held keeps (see held_answers.py), each with what
+    its job's own save would have done next: its spend hold dropped, its lease released."""
+
+    async def save(kept: HeldAnswer) -> None:
+        result = await _save(kept.job_id, kept.result, kept.answer, deps)
+        if deps.spend_gate is not None and kept.hold is not None:
+            await deps.spend_gate.settle(kept.hold, kept.answer.classifier, result.cost_usd)
+        if deps.leases is not None:
+            await deps.leases.release(kept.result.domain, kept.answer.classifier, deps.lease_holder)
+
+    await deps.held.keep_saving(save, stop)
 
 
 async def conclude_job(job_id: str, jobs: JobRepository) -> Job | None:
@@ -153,6 +195,7 @@ async def _answer_domain(
     owner: str,
     defer_for: str | None = None,
     holds: list[str | None] | None = None,
+    job_id: str = "",
 ) -> tuple[DomainResult, Answer | None] | None:
     """(the job's result, the answer to upsert in the cache or None) for one domain. A human
     answer comes first (a person looked at this very domain; the cache is left as it is), then
@@ -160,7 +203,9 @@ async def _answer_domain(
     spend; any other path first holds its expected cost on the daily limits (appended to `holds`,
     for the caller to settle once the result is stored) and raises SpendingPaused when the owner's
     (or the global) limit is reached with what finished and what is held. With `defer_for` (an economy job's id), a domain that needs the LLM has its question
-    recorded for the provider's batch API instead, and None is returned."""
+    recorded for the provider's batch API instead, and None is returned. An answer this worker
+    holds because the database would not store it is not asked again: the job's own (`job_id`) is
+    its result, with the hold it had; another job's is served as a fresh cached answer would be."""
     if human is not None:
         return human_result(human), None
     company = known_company(domain, known)
@@ -176,6 +221,13 @@ async def _answer_domain(
         ), None
     if cached is not None and deps.is_fresh(cached, classifier):
         return DomainResult.from_answer(cached, Source.CACHE, paid=False), None
+    held = deps.held.find(job_id, classifier.name, domain)
+    if held is not None and held.job_id == job_id:
+        if holds is not None:
+            holds.append(held.hold)
+        return held.result, held.answer
+    if held is not None and deps.is_fresh(held.answer, classifier):
+        return DomainResult.from_answer(held.answer, Source.CACHE, paid=False), None
     if deps.spend_gate is not None:
         hold = await deps.spend_gate.hold(owner, classifier.name)
         if isinstance(hold, BudgetExhausted):

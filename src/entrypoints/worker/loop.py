@@ -14,11 +14,11 @@ from firmsift.domain.clock import Clock
 from firmsift.domain.errors import StaleReceipt
 from firmsift.domain.model import Job
 from firmsift.domain.work_messages import job_message
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.database_errors import DatabaseFailure, DatabaseReadOnly
 from firmsift.ports.queue import MAX_BATCH, QueueMessage, ReplyPublisher, WorkQueue
 from firmsift.services.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.services.job_replies import reply_to_job
-from firmsift.services.process import JobDependencies, process_job
+from firmsift.services.process import JobDependencies, process_job, save_held_answers
 
 log = logging.getLogger(__name__)
 ERROR_BACKOFF_SECONDS = (0.5, 1, 2, 5, 10)
@@ -66,7 +66,18 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Receive and handle messages until `stop` is set, then let jobs in hand finish
-        (up to shutdown_grace seconds; unfinished ones stay undeleted and come back)."""
+        (up to shutdown_grace seconds; unfinished ones stay undeleted and come back). Alongside,
+        answers the database would not store are saved again until it takes them; those it never
+        took by the end are logged as lost, with their cost."""
+        saving_stop = asyncio.Event()
+        saving = asyncio.create_task(save_held_answers(self.deps, saving_stop))
+        try:
+            await self._receive_until(stop)
+        finally:
+            saving_stop.set()  # after the jobs in hand: their answers may still be held
+            await saving
+
+    async def _receive_until(self, stop: asyncio.Event) -> None:
         errors = 0
         watcher = asyncio.create_task(self.watch_dead_letters(stop)) if self.dead_letters else None
         while not stop.is_set():
@@ -82,10 +93,13 @@ class Worker:
                 # messages until their visibility timeout. It returns within wait_time anyway.
                 messages = await self.queue.receive(max_messages=free, wait_seconds=self.config.wait_time)
                 errors = 0
-            except Exception:  # noqa: BLE001 - a queue or database outage must not kill the worker
+            except Exception as error:  # noqa: BLE001 - a queue or database outage must not kill the worker
                 delay = ERROR_BACKOFF_SECONDS[min(errors, len(ERROR_BACKOFF_SECONDS) - 1)]
                 errors += 1
-                log.exception("receive failed; retrying in %.1fs", delay)
+                if isinstance(error, DatabaseReadOnly):  # its message says it all: no traceback
+                    log.warning("receive failed; retrying in %.1fs: %s", delay, error)
+                else:
+                    log.exception("receive failed; retrying in %.1fs", delay)
                 await _wait_or_stop(stop, delay)
                 continue
             self._spawn(messages)
@@ -129,6 +143,9 @@ class Worker:
     async def _handle_safely(self, message: QueueMessage) -> None:
         try:
             await self.handle(message)
+        except DatabaseReadOnly as error:  # its message says what to do: no traceback
+            log.warning("job not finished; message left for redelivery: %s", error,
+                        extra={"message_id": message.message_id, "receive_count": message.receive_count})
         except Exception:  # noqa: BLE001 - leave the message undeleted: it comes back after the timeout
             log.exception("job failed; message left for redelivery",
                           extra={"message_id": message.message_id, "receive_count": message.receive_count})

@@ -104,7 +104,7 @@ def llm_calls(log: Path) -> Counter[str]:
     return Counter(json.loads(line)["domain"] for line in lines if line.strip())
 
 
-def test_each_status_end_to_end(stack: dict) -> None:
+def test_each_status_end_to_end(stack: dict, database: str) -> None:
     base = stack["base"]
     parent = classify(base, ["parent-group.com"])["results"][0]
     assert (parent["source"], parent["site_status"], parent["answer"]) == ("llm", "live", True)
@@ -137,7 +137,9 @@ def test_each_status_end_to_end(stack: dict) -> None:
     assert (redirected["redirected_to"], redirected["redirected_answer"], redirected["source"]) == (
         "parent-group.com", True, "llm")
 
-    assert httpx.get(f"{stack['probe']}/readyz", timeout=10).json()["checks"] == {"dns": "ok"}
+    # The worker's own checks: the pre-check's DNS, and on SQLite whether its files can be written.
+    writes = {"database_writes": "ok"} if database.startswith("sqlite") else {}
+    assert httpx.get(f"{stack['probe']}/readyz", timeout=10).json()["checks"] == {"dns": "ok", **writes}
 
     calls = llm_calls(stack["llm_log"])
     assert set(calls) == {"parent-group.com", "fresh-foods.com", "acme-snacks.com", "old-brand.com"}

@@ -103,5 +103,11 @@ def test_dev_local_serves_a_job_answered_by_the_packaged_model_and_stops_both(tm
             raise AssertionError("the model server still answers after ./dev local stopped")
     finally:
         if script.poll() is None:
-            os.killpg(script.pid, signal.SIGKILL)
-            script.wait()
+            # SIGTERM first: the script's exit trap stops the model server, which runs in a session
+            # of its own (a SIGKILL to the script's group left it running after a failed test).
+            script.send_signal(signal.SIGTERM)
+            try:
+                script.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(script.pid, signal.SIGKILL)
+                script.wait()

@@ -29,6 +29,7 @@ LISTED_BATCHES = 50
 PAGE_ROWS = 500  # rows on one page of a batch's table (and in each poll of it), fewer for wide rows
 PAGE_CHARS = 4_000_000  # what one page's rows may take in HTML, about
 CELL_MARKUP = 40  # what a table cell takes in HTML around its text
+WIDEST_ROWS_KEPT = 1000  # batches whose widest row is remembered (then forgotten all at once)
 REVIEW_ROWS = 1000  # the review queue shows at most this many rows
 
 
@@ -43,10 +44,19 @@ def page_routes(site: Site, *, batches: BatchStore, views: RowViews,
         async with deadline():
             return progress_document(batch, await batches.counts(batch.id), utc_now())
 
+    # A batch's rows never change once accepted, so neither does its widest: read once per batch,
+    # not on each of the page's polls (every 2 s, each a scan of every row).
+    widest_rows: dict[str, int] = {}
+
     async def page_rows(batch: Batch) -> int:
         """PAGE_ROWS, or fewer where the batch's rows are wide: a page's HTML stays bounded."""
-        async with deadline():
-            widest = await batches.widest_row(batch.id)
+        widest = widest_rows.get(batch.id)
+        if widest is None:
+            async with deadline():
+                widest = await batches.widest_row(batch.id)
+            if len(widest_rows) >= WIDEST_ROWS_KEPT:
+                widest_rows.clear()
+            widest_rows[batch.id] = widest
         return rows_per_page(batch, widest, PAGE_ROWS, page_chars=PAGE_CHARS, per_cell=CELL_MARKUP)
 
     async def rows_of(batch: Batch, start: int, limit: int) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from firmsift.entrypoints.check_results import counts_as_ready
 from firmsift.entrypoints.http.answers import answer_routes
 from firmsift.entrypoints.http.auth import Gate, auth_required
 from firmsift.entrypoints.http.batches import batch_routes
+from firmsift.entrypoints.http.body_passes import BodyPasses
 from firmsift.entrypoints.http.contract.requests import SubmitRequest
 from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.header_limit import HeaderLimit
@@ -192,10 +193,11 @@ def create_app(
                 await stack.enter_async_context(background())
             yield
 
+    passes = BodyPasses()  # one for the API's and the web app's uploads alike
     routes = [
         *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                       replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
-                      budgets=budgets, estimator=batch_estimator, queue=work_queue, warning=warning),
+                      budgets=budgets, estimator=batch_estimator, queue=work_queue, passes=passes, warning=warning),
         *answer_routes(catalog=catalog, gate=gate, store=human_answers, cached=cached_answers, batches=batches,
                        max_body_bytes=settings.max_body_bytes, deadline=backend_deadline),
         Route("/domains/classify", submit, methods=["POST"]),
@@ -207,7 +209,7 @@ def create_app(
         *web_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
                     replies=batch_replies, budgets=budgets, estimator=batch_estimator, known=known,
                     humans=human_answers, sessions=web_sessions, deadline=backend_deadline, queue=work_queue,
-                    warning=warning, clock=clock),
+                    passes=passes, warning=warning, clock=clock),
     ]
     handlers = {**EXCEPTION_HANDLERS, ClientDisconnect: client_disconnected}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,

@@ -30,6 +30,7 @@ from firmsift.domain.normalize import normalize_domain
 from firmsift.entrypoints.http.auth import Gate
 from firmsift.entrypoints.http.batch_body import CSV, CsvUpload, content_kind, spool_body
 from firmsift.entrypoints.http.batch_json import read_json_batch
+from firmsift.entrypoints.http.body_passes import BodyPasses
 from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.http.query_numbers import LARGEST_ROW_INDEX, whole_number
@@ -49,8 +50,10 @@ FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                  batches: BatchStore, replies: BatchReplies, own_queues: Collection[str],
                  deadline: Callable[[], AbstractAsyncContextManager[None]], budgets: Budgets,
-                 estimator: BatchEstimator, queue: WorkQueue, warning: str | None = None) -> list[Route]:
+                 estimator: BatchEstimator, queue: WorkQueue, passes: BodyPasses,
+                 warning: str | None = None) -> list[Route]:
     """The routes, on the app's gate (keys, rate limits), backend deadline and spend limits;
+    `passes` reads the bodies;
     `estimator` answers POST /batches?dry_run=true; `warning` (no worker can run) is added to the
     202 and to a running batch's progress."""
 
@@ -93,16 +96,16 @@ def batch_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate:
             identity = hashlib.sha256(f"{kind}\n{column}\n{classifier}\n{reply_queue}\n{body.sha256}{economy}".encode())
             if kind == CSV:
                 assert column is not None
-                upload = await asyncio.to_thread(partial(CsvUpload, body, column, max_columns=settings.max_csv_columns,
-                                                         max_row_chars=settings.max_row_chars))
+                upload = await passes.run(partial(CsvUpload, body, column, max_columns=settings.max_csv_columns,
+                                                  max_row_chars=settings.max_row_chars))
                 try:
                     submission = await accept(command(classifier, upload.rows(), cell_domain,
                                                       identity.hexdigest(), upload.header), dry_run)
                 finally:
                     upload.close()
             else:
-                batch = await asyncio.to_thread(read_json_batch, body.path, settings.max_domains_per_batch,
-                                                settings.max_row_chars)
+                batch = await passes.run(partial(read_json_batch, body.path, settings.max_domains_per_batch,
+                                                 settings.max_row_chars))
                 mode = mode if batch.mode is None else batch.mode
                 submission = await accept(command(batch.classifier, batch.rows(), normalize_domain,
                                                   identity.hexdigest()), dry_run)

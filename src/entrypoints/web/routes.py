@@ -11,6 +11,7 @@ from starlette.staticfiles import StaticFiles
 
 from firmsift.domain.model import Classifier
 from firmsift.entrypoints.http.auth import Gate
+from firmsift.entrypoints.http.body_passes import BodyPasses
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.batch_actions import batch_action_routes
 from firmsift.entrypoints.web.corrections import correction_routes
@@ -34,7 +35,7 @@ STATIC = Path(__file__).parent / "static"
 def web_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: Gate, intake: BatchIntake,
                batches: BatchStore, replies: BatchReplies, budgets: Budgets, estimator: BatchEstimator,
                known: KnownCompanies, humans: HumanAnswerStore, sessions: WebSessions,
-               deadline: Callable[[], AbstractAsyncContextManager[None]], queue: WorkQueue,
+               deadline: Callable[[], AbstractAsyncContextManager[None]], queue: WorkQueue, passes: BodyPasses,
                warning: str | None = None, clock: Callable[[], float] | None = None) -> list[BaseRoute]:
     """`clock` (a test's, else the real time) times the sign-in forms and their limit."""
     site = Site(gate, sessions, warning)
@@ -46,6 +47,6 @@ def web_routes(*, settings: Settings, catalog: Mapping[str, Classifier], gate: G
         *correction_routes(site, catalog=catalog, batches=batches, views=views, humans=humans, page_rows=PAGE_ROWS,
                            deadline=deadline),
         *submit_routes(site, settings=settings, catalog=catalog, intake=intake, batches=batches, replies=replies,
-                       budgets=budgets, estimator=estimator, deadline=deadline),
+                       budgets=budgets, estimator=estimator, deadline=deadline, passes=passes),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -5,11 +5,11 @@ BatchSubmitter) and read the body by its rules (batch_body)."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from firmsift.entrypoints.cli.csv_stream import COLUMN_GUESSES, CsvReader, detec
 from firmsift.entrypoints.http.batch_body import CsvUpload, SpooledBody, json_input_rows, spool_body
 from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.batches import DEFAULT_CLASSIFIER, cell_domain
+from firmsift.entrypoints.http.body_passes import BodyPasses
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.site import Site, Visitor
@@ -43,7 +44,7 @@ KINDS = ("csv", "list")
 
 def submit_routes(site: Site, *, settings: Settings, catalog: Mapping[str, Classifier], intake: BatchIntake,
                   batches: BatchStore, replies: BatchReplies, budgets: Budgets, estimator: BatchEstimator,
-                  deadline: Callable[[], AbstractAsyncContextManager[None]]) -> list[Route]:
+                  deadline: Callable[[], AbstractAsyncContextManager[None]], passes: BodyPasses) -> list[Route]:
     submitter = BatchSubmitter(settings, catalog, intake, batches, replies, budgets, deadline)
 
     async def new_page(request: Request, visitor: Visitor) -> Response:
@@ -54,12 +55,12 @@ def submit_routes(site: Site, *, settings: Settings, catalog: Mapping[str, Class
         """The column used (and the CSV's columns), the first rows as they will be read, and the dry run."""
         with tempfile.TemporaryDirectory(prefix="firmsift-web-") as folder:
             body = await spool_body(request, Path(folder), settings.max_batch_body_bytes)
-            form = await asyncio.to_thread(FormUpload, body, request.query_params, settings)
+            form = await passes.run(partial(FormUpload, body, request.query_params, settings))
             try:
                 preview = [_previewed(row, form.read_domain) for row in islice(form.rows(), PREVIEW_ROWS)]
             finally:
                 form.close()
-            form = await asyncio.to_thread(FormUpload, body, request.query_params, settings)  # read again, whole, for the estimate
+            form = await passes.run(partial(FormUpload, body, request.query_params, settings))  # read again, whole, for the estimate
             try:
                 estimate = await estimator.estimate(form.command(visitor, body, request.query_params))
             finally:
@@ -72,7 +73,7 @@ def submit_routes(site: Site, *, settings: Settings, catalog: Mapping[str, Class
         await submitter.check_budget(visitor.caller)
         with tempfile.TemporaryDirectory(prefix="firmsift-web-") as folder:
             body = await spool_body(request, Path(folder), settings.max_batch_body_bytes)
-            form = await asyncio.to_thread(FormUpload, body, request.query_params, settings)
+            form = await passes.run(partial(FormUpload, body, request.query_params, settings))
             try:
                 submission = await submitter.submit(form.command(visitor, body, request.query_params))
             finally:

@@ -15,7 +15,7 @@ BUILD = """
 import sys, time
 from pathlib import Path
 from firmsift.entrypoints.cli import commands
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 app = start_container(Settings(database_url='sqlite:///{db}')).api()
 import starlette.testclient  # in every variant: the last one renders the pages through it (it imports httpx)

@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Callable
 
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.ports.database_errors import DatabaseUnavailable
 
 FIRST_DELAY = 0.5

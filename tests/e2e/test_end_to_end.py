@@ -144,7 +144,7 @@ def test_api_process_never_imports_litellm_or_the_search_clients(tmp_path: Path)
     code = (
         "import sys\n"
         "from firmsift.entrypoints.cli import commands\n"
-        "from firmsift.entrypoints.runtime import start_container\n"
+        "from firmsift.entrypoints.wiring.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
         f"app = start_container(Settings(database_url='sqlite:///{tmp_path / 'x.db'}')).api()\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
@@ -176,7 +176,7 @@ def test_classify_and_help_never_import_the_service(tmp_path: Path) -> None:
         "except SystemExit as stop:\n"
         "    assert stop.code == 0, stop.code\n"
         "assert main(['classify', '--api', 'http://127.0.0.1:9', '--retry-delay', '0.01', 'a.com']) == 1\n"
-        "heavy = sorted(m for m in ('sqlalchemy', 'firmsift.entrypoints.container', 'litellm') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('sqlalchemy', 'firmsift.entrypoints.wiring.container', 'litellm') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from firmsift.domain.evaluation import LabelledDomain
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.eval.human_labels import human_labels
 from firmsift.entrypoints.settings import Settings
 from tests.support.processes import REPO

@@ -15,8 +15,8 @@ from dependency_injector import providers
 from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 from firmsift.services.process import process_job

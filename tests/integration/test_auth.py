@@ -20,7 +20,7 @@ from firmsift.entrypoints.cli.classify_command import run_classify
 from firmsift.entrypoints.cli.command_errors import CommandError
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli.main import build_parser
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key, revoke_key
 

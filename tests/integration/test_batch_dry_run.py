@@ -20,7 +20,7 @@ from firmsift.adapters.sql.tables import answers
 from firmsift.domain.clock import utc_now
 from firmsift.domain.estimates import MIN_SAMPLES
 from firmsift.domain.model import Answer, KnownCompany, ResultStatus, Source
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 

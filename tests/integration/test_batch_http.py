@@ -20,7 +20,7 @@ from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.clock import utc_now
 from firmsift.domain.keys import IssuedKey
 from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
-from firmsift.entrypoints.runtime import running_worker, start_container
+from firmsift.entrypoints.wiring.runtime import running_worker, start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 

@@ -20,7 +20,7 @@ from firmsift.domain.batch_results import rows_per_page
 from firmsift.entrypoints.cli.csv_stream import CsvReader, CsvRecordTooLong, detect_format
 from firmsift.entrypoints.http.batch_body import SpooledBody
 from firmsift.entrypoints.http.errors import BodyRejected
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.submit import FormUpload
 from firmsift.services.keys import create_key

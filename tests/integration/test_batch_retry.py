@@ -15,9 +15,9 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.memory_container import in_memory_container
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.memory import in_memory_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 from firmsift.services.process import process_job

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from firmsift.domain.budgets import BudgetExhausted, JobPause, window_of
 from firmsift.domain.keys import IssuedKey
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 

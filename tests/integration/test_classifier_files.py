@@ -11,7 +11,7 @@ from firmsift.adapters.files.classifiers import ClassifierFileError, load_catalo
 from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.domain.model import Job, JobStatus, KnownCompany, Source
 from firmsift.domain.prompt import answer_schema
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.process import process_job
 

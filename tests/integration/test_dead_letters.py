@@ -20,7 +20,7 @@ from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Completion, Job, JobStatus
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker
 from firmsift.ports.queue import ReplyPublisher

@@ -13,8 +13,8 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 
 ATTACKER = "http://attacker.example:8000"

@@ -18,7 +18,7 @@ from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Answer, DomainResult, Evidence, ResultStatus, Source
 from firmsift.services.submit import RecordThenPublish
 
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 
 

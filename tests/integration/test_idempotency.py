@@ -23,7 +23,7 @@ from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.submit import SubmitJob, submit_job
 from tests.support.databases import SQL_BACKENDS, migrated_engine

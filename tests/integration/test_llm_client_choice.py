@@ -24,7 +24,7 @@ from firmsift.adapters.llm.price_map import PriceMapPricing
 from firmsift.adapters.llm.pricing import LitellmPricing
 from firmsift.adapters.llm.transport import provider_of
 from firmsift.domain.errors import FailureCause, ProviderError
-from firmsift.entrypoints.lazy_adapters import make_eval_pricing, uses_direct_llm_client
+from firmsift.entrypoints.wiring.lazy_adapters import make_eval_pricing, uses_direct_llm_client
 from firmsift.entrypoints.settings import Settings
 from tests.support.fake_llm_server import FakeLLMServer
 
@@ -141,9 +141,9 @@ async def test_missing_credentials_make_no_request_on_the_direct_client(monkeypa
 # start-up credentials check, one answer from the fake server; then which modules were imported.
 _WORKER_PROBE = """
 import asyncio, json, sys
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.llm_credentials import llm_credentials_problem
+from firmsift.entrypoints.wiring.llm_credentials import llm_credentials_problem
 import firmsift.entrypoints.worker.loop, firmsift.entrypoints.cli.main
 
 async def main():

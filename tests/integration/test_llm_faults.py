@@ -21,7 +21,7 @@ from firmsift.adapters.memory.pacing import InMemoryPacing
 from firmsift.adapters.decorators.retrier import RetryPolicy
 from firmsift.adapters.decorators.retrying import RetryingLLM
 from firmsift.domain.errors import ProviderError
-from firmsift.entrypoints.lazy_adapters import make_llm
+from firmsift.entrypoints.wiring.lazy_adapters import make_llm
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.providers import LLM, Completion
 from tests.support.fake_llm_server import FakeLLMServer, Reply, load_fixture

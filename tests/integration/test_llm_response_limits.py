@@ -27,7 +27,7 @@ from firmsift.adapters.llm.transport import (
     reads_within_limits,
 )
 from firmsift.domain.errors import FailureCause, ProviderError
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.settings import Settings
 from tests.support.compression_bombs import bomb, compressed
 from tests.support.fake_search_server import FakeSearchServer, Reply

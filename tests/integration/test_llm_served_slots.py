@@ -12,7 +12,7 @@ import pytest
 
 from firmsift.adapters.llm.served_slots import MAX_PROPS_BYTES, served_slots
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.llm_calls_at_once import llm_concurrency
+from firmsift.entrypoints.wiring.llm_calls_at_once import llm_concurrency
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.loopback_http import ServerThread
 
@@ -32,7 +32,7 @@ def test_a_llama_cpp_server_is_asked_as_many_calls_as_it_has_slots(llm: FakeLLMS
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     llm.total_slots = 3
     assert served_slots(llm.base_url) == 3  # /props beside /v1
-    with caplog.at_level(logging.INFO, logger="firmsift.entrypoints.llm_calls_at_once"):
+    with caplog.at_level(logging.INFO, logger="firmsift.entrypoints.wiring.llm_calls_at_once"):
         assert llm_concurrency(settings(llm.base_url)) == 3
     assert "local server that serves 3 calls at once (its total_slots): a worker makes 3 at once" in caplog.text
 

@@ -22,7 +22,7 @@ from firmsift.adapters.llm.output_modes import FormatMemory
 from firmsift.adapters.llm.pricing import LitellmPricing
 from firmsift.domain.errors import FailureCause, ProviderError
 from firmsift.domain.model import ResultStatus
-from firmsift.entrypoints.lazy_adapters import make_worker_pricing
+from firmsift.entrypoints.wiring.lazy_adapters import make_worker_pricing
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.asking import ask_llm
 from tests.support.fake_llm_server import PROVIDER_FIXTURES, FakeLLMServer

@@ -17,8 +17,8 @@ from schemathesis.config import SchemathesisConfig
 from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 

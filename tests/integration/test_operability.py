@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.readiness import CHECK_TIMEOUT_SECONDS, INTAKE_FAILURE_SECONDS, IntakeOutcomes
 from firmsift.adapters.sql.engine import make_engine
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.probe import worker_probe
 

@@ -15,8 +15,8 @@ from sqlalchemy import event
 from starlette.testclient import TestClient
 
 from firmsift.entrypoints.cli.main import main
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from tests.support.read_only_files import read_only
 

@@ -157,7 +157,7 @@ def test_a_long_running_process_upgrades_a_new_database_without_importing_alembi
     program = (
         "import sys\n"
         "from firmsift.entrypoints import database_wait\n"
-        "from firmsift.entrypoints.runtime import start_container\n"
+        "from firmsift.entrypoints.wiring.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
         + f"container = start_container(Settings(database_url={'sqlite:///' + str(database)!r}), migrate=False)\n"
         + ("import multiprocessing\n"

@@ -14,8 +14,8 @@ from firmsift.adapters.search.searxng import SearxngSearch
 from firmsift.adapters.search.tavily import TavilySearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.evidence_use import evidence_provider
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.provider_wiring import worker_search_chain
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.external import worker_search_chain
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.providers import Search
 from firmsift.services.search_chain import SearchChain

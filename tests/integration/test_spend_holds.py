@@ -22,7 +22,7 @@ from firmsift.domain.budgets import BudgetExhausted
 from firmsift.domain.estimates import TokenHistory, tokens_per_question
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
 from firmsift.domain.spend_reservations import RESERVATION_LIFETIME, ExpectedCost
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.budgets import Budgets
 from firmsift.services.keys import create_key

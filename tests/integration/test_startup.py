@@ -21,11 +21,11 @@ from firmsift.adapters.llm.endpoint import api_base_host
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.migrations import upgrade
 from firmsift.domain.evaluation import LabelledDomain
-from firmsift.entrypoints.config_summary import log_effective_configuration
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.database_file import database_to_create, describe_database
+from firmsift.entrypoints.wiring.config_summary import log_effective_configuration
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.database_file import database_to_create, describe_database
 from firmsift.entrypoints.eval.command import _known
-from firmsift.entrypoints.llm_credentials import MissingLLMCredentials, llm_credentials_problem, require_llm_credentials
+from firmsift.entrypoints.wiring.llm_credentials import MissingLLMCredentials, llm_credentials_problem, require_llm_credentials
 from firmsift.entrypoints.logs import JsonFormatter
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.startup_errors import startup_error_line
@@ -298,14 +298,14 @@ def test_eval_with_known_companies_creates_no_database(tmp_path: Path) -> None:
 def test_the_container_imports_the_http_api_only_when_it_is_built() -> None:
     """`worker`, `keys`, `answers`, `db`...: one container holds every graph, but the HTTP API
     (Starlette's app, the web app, the OpenAPI document) is imported only by `api`'s first call."""
-    program = ("import sys\nfrom firmsift.entrypoints.container import Container\n"
+    program = ("import sys\nfrom firmsift.entrypoints.wiring.container import Container\n"
                "print(sorted(m for m in sys.modules if m.startswith(('firmsift.entrypoints.http.', "
                "'firmsift.entrypoints.web'))))\n"
-               "from firmsift.entrypoints.http_wiring import create_api\n"
+               "from firmsift.entrypoints.wiring.http import create_api\n"
                "print(create_api.__module__, 'firmsift.entrypoints.http.app' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["[]", "firmsift.entrypoints.http_wiring False"]
+    assert done.stdout.splitlines() == ["[]", "firmsift.entrypoints.wiring.http False"]
 
 
 def test_a_misspelt_key_in_the_configuration_file_names_the_file_and_the_setting_meant(

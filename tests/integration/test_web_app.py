@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from firmsift.domain.clock import utc_now
 from firmsift.domain.model import Answer, DomainResult, Evidence, QuoteStatus, ResultStatus, Source
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.security import CONTENT_SECURITY_POLICY
 from firmsift.entrypoints.web.site import COOKIE

@@ -22,7 +22,7 @@ from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, Static
 from firmsift.domain.clock import utc_now
 from firmsift.domain.human_answers import MAX_NOTE_CHARS
 from firmsift.domain.model import Answer, DomainResult, ResultStatus, Source
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.process import process_job
 from tests.support.web_sessions import issue, sign_in, submit_csv

@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.sign_in_forms import FORM_SECONDS, issue_form_token
-from firmsift.entrypoints.runtime import start_container
+from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.sign_in import FORM_COOKIE
 from firmsift.entrypoints.web.site import COOKIE

@@ -17,7 +17,7 @@ from firmsift.adapters.memory.queue import InMemoryReplyPublisher
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.model import Completion, Job, JobStatus, ResultStatus
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.settings import Settings
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.postgres import postgres_engine

@@ -13,7 +13,7 @@ import pytest
 
 from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.budgets import set_daily_limit
 from firmsift.services.keys import create_key

@@ -13,7 +13,7 @@ from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence, Job, JobStatus, ResultStatus
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.asking import ask_llm
 from firmsift.services.process import process_job

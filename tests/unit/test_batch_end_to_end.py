@@ -8,8 +8,8 @@ import time
 from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.providers import ScriptedLLM
-from firmsift.entrypoints.memory_container import in_memory_container
-from firmsift.entrypoints.runtime import running_worker
+from firmsift.entrypoints.wiring.memory import in_memory_container
+from firmsift.entrypoints.wiring.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
 
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'

@@ -38,7 +38,7 @@ class Site:
     """The pre-check's DNS and homepage, from the fixtures of tests/fixtures/sites."""
 
     def __init__(self) -> None:
-        from firmsift.entrypoints.memory_container import ANY_NAME
+        from firmsift.entrypoints.wiring.memory import ANY_NAME
 
         self.resolver, self.homepage = InMemoryResolver(default=ANY_NAME), InMemoryHomepage()
         self.labels = [LIVE]

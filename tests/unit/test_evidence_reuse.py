@@ -19,8 +19,8 @@ from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.evidence_status import FOUND
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import Answer, Evidence, Job, JobStatus, QuoteStatus, ResultStatus, Source
-from firmsift.entrypoints.memory_container import in_memory_container
-from firmsift.entrypoints.runtime import running_worker
+from firmsift.entrypoints.wiring.memory import in_memory_container
+from firmsift.entrypoints.wiring.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.process import process_job
 

@@ -15,8 +15,8 @@ from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, ResultStatus, Source
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.database_errors import DatabaseReadOnly
 from firmsift.services.process import process_job

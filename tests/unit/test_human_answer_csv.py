@@ -17,9 +17,9 @@ from firmsift.adapters.memory.human_answers import InMemoryHumanAnswers
 from firmsift.domain.spreadsheet_cells import FORMULA_STARTS
 from firmsift.entrypoints.cli.answer_commands import run_answers
 from firmsift.entrypoints.cli.main import build_parser
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.http.answers import human_answer_csv_lines
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.human_answers import correct_answer
 

@@ -27,8 +27,8 @@ from firmsift.domain.human_answers import (
 )
 from firmsift.domain.model import Answer, Job, JobStatus, KnownCompany, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
-from firmsift.entrypoints.memory_container import in_memory_container
-from firmsift.entrypoints.runtime import running_worker
+from firmsift.entrypoints.wiring.memory import in_memory_container
+from firmsift.entrypoints.wiring.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.batch_estimate import BatchEstimator
 from firmsift.services.batch_intake import SubmitBatch

@@ -10,8 +10,8 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
-from firmsift.entrypoints.memory_container import in_memory_container
-from firmsift.entrypoints.runtime import running_worker
+from firmsift.entrypoints.wiring.memory import in_memory_container
+from firmsift.entrypoints.wiring.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
 
 # The in-memory search finds "<domain> makes and sells packaged snacks and drinks." for every domain.

@@ -18,7 +18,7 @@ from firmsift.domain.dns_trust import DEFAULT_CANARIES
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Answer, Job, JobStatus, KnownCompany, ResultStatus, Source
 from firmsift.domain.site_facts import DnsFacts, DnsOutcome, HttpFacts
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.process import JobDependencies, process_job
 from tests.support.site_fixtures import DEFAULT_DNS, dns_facts, http_facts, load

@@ -23,8 +23,8 @@ from firmsift.domain.model import (
     ResultStatus,
     Source,
 )
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.providers import Search
 from firmsift.ports.queue import QueueMessage
@@ -485,7 +485,7 @@ async def test_the_attempts_asked_again_are_billed_in_the_answer() -> None:
 
 
 def test_a_worker_asks_a_local_server_again_and_a_provider_not() -> None:
-    from firmsift.entrypoints.worker_wiring import unreadable_retries
+    from firmsift.entrypoints.wiring.worker import unreadable_retries
 
     assert unreadable_retries(Settings(llm_api_base="http://127.0.0.1:8080/v1")) == 2
     assert unreadable_retries(Settings()) == 0

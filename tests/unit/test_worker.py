@@ -16,8 +16,8 @@ from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker
 from tests.support.virtual_time import VIRTUAL_TIME_BACKEND, loop_clock

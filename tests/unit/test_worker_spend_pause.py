@@ -13,7 +13,7 @@ from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.domain.job_document import job_document
 from firmsift.domain.model import DomainResult, Job, JobStatus, KnownCompany, ResultStatus, Source
-from firmsift.entrypoints.memory_container import in_memory_container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.budgets import Budgets, set_daily_limit
 from firmsift.services.keys import create_key

@@ -18,7 +18,7 @@ from firmsift.entrypoints.cli.csv_files import CsvFileError, read_csv_records
 from firmsift.services.human_answers import all_human_answers, correct_answer, known_classifier, undo_correction
 
 if TYPE_CHECKING:  # main.py imports this module for its parser: keep `firmsift --help` instant
-    from firmsift.entrypoints.container import Container
+    from firmsift.entrypoints.wiring.container import Container
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_CLASSIFIER = "cpg"

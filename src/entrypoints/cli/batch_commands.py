@@ -14,7 +14,7 @@ from firmsift.services.batch_retry import retry_failed_rows
 from firmsift.services.batches import cancel_batch
 
 if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.entrypoints.container import Container
+    from firmsift.entrypoints.wiring.container import Container
 
 
 def add_batch_parser(commands: Any) -> None:

@@ -10,7 +10,7 @@ from firmsift.services.submit import parse_job_id
 
 if TYPE_CHECKING:
     from firmsift.domain.batches import Batch
-    from firmsift.entrypoints.container import Container
+    from firmsift.entrypoints.wiring.container import Container
 
 
 async def operator_batch(container: Container, batch_id: str) -> Batch:

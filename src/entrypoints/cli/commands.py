@@ -13,10 +13,10 @@ from firmsift.entrypoints.cli.answer_commands import run_answers
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
 from firmsift.entrypoints.cli.company_import import read_company_rows
-from firmsift.entrypoints.config_summary import announce_new_database, log_effective_configuration
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.config_summary import announce_new_database, log_effective_configuration
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.database_file import database_to_create
+from firmsift.entrypoints.wiring.database_file import database_to_create
 from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.cli.db_arguments import NEEDS_NO_DATABASE
 from firmsift.entrypoints.cli.db_commands import run_db, run_db_offline
@@ -28,8 +28,8 @@ from firmsift.entrypoints.cli.refresh_command import run_refresh
 from firmsift.entrypoints.cli.process_group import ProcessGroup
 from firmsift.entrypoints.cli.scale_out import worker_copies
 from firmsift.entrypoints.cli.serve_command import serve, serve_copies
-from firmsift.entrypoints.llm_credentials import require_llm_credentials
-from firmsift.entrypoints.runtime import run_worker, start_container
+from firmsift.entrypoints.wiring.llm_credentials import require_llm_credentials
+from firmsift.entrypoints.wiring.runtime import run_worker, start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.database_errors import DatabaseReadOnly
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from firmsift.adapters.sql.migrations import Migration, current_revision, downgrade, history, offline_sql
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.cli.command_errors import EXIT_OK
 
 

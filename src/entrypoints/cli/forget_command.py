@@ -13,7 +13,7 @@ from firmsift.entrypoints.cli.command_errors import EXIT_OK, CommandError
 from firmsift.services.forget import ForgetAnswers, forget_answers
 
 if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.entrypoints.container import Container
+    from firmsift.entrypoints.wiring.container import Container
 
 
 def add_forget_parser(commands: Any) -> None:

@@ -16,7 +16,7 @@ from firmsift.services.keys import create_key, revoke_key
 from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # cli.py imports this module for its parser: keep `firmsift --help` instant
-    from firmsift.entrypoints.container import Container
+    from firmsift.entrypoints.wiring.container import Container
 
 LIMIT_HELP = "USD the key's jobs may spend on the LLM a UTC day (e.g. 5 or 2.50), or 'none'"
 

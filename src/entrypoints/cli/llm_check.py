@@ -42,7 +42,7 @@ def add_llm_parser(commands: argparse._SubParsersAction) -> None:  # type: ignor
 
 
 def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from firmsift.entrypoints.container import Container  # the wiring: only when the check runs
+    from firmsift.entrypoints.wiring.container import Container  # the wiring: only when the check runs
 
     settings = Settings()
     configure_logging(settings.log_level)

@@ -204,7 +204,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _database_in_use() -> str | None:
     """The configured database, password hidden, for an error message; None if unreadable."""
-    from firmsift.entrypoints.database_file import describe_database  # SQLAlchemy: only on this path
+    from firmsift.entrypoints.wiring.database_file import describe_database  # SQLAlchemy: only on this path
 
     try:
         return describe_database(Settings().database_url)

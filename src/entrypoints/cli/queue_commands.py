@@ -8,7 +8,7 @@ import sys
 
 from firmsift.domain.errors import QueueUnavailable
 from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 
 

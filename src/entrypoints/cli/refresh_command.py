@@ -13,7 +13,7 @@ from firmsift.services.refresh import refresh_stale_answers
 from firmsift.entrypoints.cli.command_errors import EXIT_OK
 
 if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.entrypoints.container import Container
+    from firmsift.entrypoints.wiring.container import Container
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*d?\s*$")
 

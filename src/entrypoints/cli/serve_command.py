@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from firmsift.entrypoints.cli.process_group import ProcessGroup
 from firmsift.entrypoints.cli.scale_out import api_copies, listening_socket
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.llm_credentials import NO_CREDENTIALS, READINESS_CHECK, llm_credentials_problem
-from firmsift.entrypoints.runtime import running_worker
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.llm_credentials import NO_CREDENTIALS, READINESS_CHECK, llm_credentials_problem
+from firmsift.entrypoints.wiring.runtime import running_worker
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
 

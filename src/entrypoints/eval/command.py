@@ -23,15 +23,15 @@ from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.known_companies import with_parents
 from firmsift.domain.model import Classifier, KnownCompany
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.database_file import database_to_create
+from firmsift.entrypoints.wiring.database_file import database_to_create
 from firmsift.entrypoints.eval.document import report_document
 from firmsift.entrypoints.eval.human_labels import human_labels, labels_name
 from firmsift.entrypoints.eval.inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval.progress import ProgressBar
 from firmsift.entrypoints.eval.report import summary_table, write_reports
-from firmsift.entrypoints.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY, uses_direct_llm_client
+from firmsift.entrypoints.wiring.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY, uses_direct_llm_client
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.services.evaluation_precheck import LiveSiteStatuses, ReplayedSiteStatuses, SiteStatuses

@@ -7,8 +7,8 @@ import argparse
 import asyncio
 
 from firmsift.domain.evaluation import LabelledDomain
-from firmsift.entrypoints.container import Container
-from firmsift.entrypoints.database_file import database_to_create
+from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.database_file import database_to_create
 from firmsift.entrypoints.eval.inputs import EvalInputError
 from firmsift.entrypoints.settings import ConfigurationError
 from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl

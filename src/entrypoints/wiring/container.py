@@ -1,7 +1,7 @@
 """The composition root: settings -> adapters -> use-cases, for every process of firmsift. The
-graphs it composes are wired in storage_wiring.py, queue_wiring.py, provider_wiring.py,
-http_wiring.py and worker_wiring.py; with lazy_adapters.py (the adapters whose SDKs are imported
-on demand) and memory_container.py (the in-memory graph), they are the only place naming concrete
+graphs it composes are wired in storage.py, queues.py, external.py,
+http.py and worker.py; with lazy_adapters.py (the adapters whose SDKs are imported
+on demand) and memory.py (the in-memory graph), they are the only place naming concrete
 adapters."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dependency_injector import providers
 
 from firmsift.adapters.files.completion_cache import CompletionCacheFile
 from firmsift.adapters.files.evidence_snapshots import SnapshotFiles
-from firmsift.entrypoints.http_wiring import HttpWiring
-from firmsift.entrypoints.lazy_adapters import make_eval_pricing
-from firmsift.entrypoints.provider_wiring import ProviderWiring
-from firmsift.entrypoints.worker_wiring import WorkerWiring, settings_precheck
+from firmsift.entrypoints.wiring.http import HttpWiring
+from firmsift.entrypoints.wiring.lazy_adapters import make_eval_pricing
+from firmsift.entrypoints.wiring.external import ProviderWiring
+from firmsift.entrypoints.wiring.worker import WorkerWiring, settings_precheck
 
 
 class Container(HttpWiring, WorkerWiring):
@@ -24,7 +24,7 @@ class Container(HttpWiring, WorkerWiring):
     must be closed: the engine and the SQS client are Resources, closed by
     `container.shutdown_resources()` when the command ends; HTTP clients are closed as the event
     loop that used them leaves `async with container.http_clients():`.
-    In-memory adapters replace the real ones in memory_container.in_memory_container.
+    In-memory adapters replace the real ones in memory.in_memory_container.
     """
 
     resolver, homepage, signatures = ProviderWiring.resolver, ProviderWiring.homepage, ProviderWiring.signatures

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 from dependency_injector import providers
 
 from firmsift.domain.estimates import WorkerPace
-from firmsift.entrypoints.provider_wiring import ProviderWiring
-from firmsift.entrypoints.queue_wiring import QueueWiring
+from firmsift.entrypoints.wiring.external import ProviderWiring
+from firmsift.entrypoints.wiring.queues import QueueWiring
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.llm_calls_at_once import llm_concurrency
-from firmsift.entrypoints.storage_wiring import StorageWiring
+from firmsift.entrypoints.wiring.llm_calls_at_once import llm_concurrency
+from firmsift.entrypoints.wiring.storage import StorageWiring
 from firmsift.services.batch_estimate import BatchEstimator
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from firmsift.adapters.memory.resolver import InMemoryResolver
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.memory.web_sessions import InMemoryWebSessions
 from firmsift.domain.site_facts import DnsFacts, DnsOutcome
-from firmsift.entrypoints.container import Container
+from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.submit import RecordThenPublish

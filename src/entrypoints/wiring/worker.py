@@ -16,12 +16,12 @@ from dependency_injector import providers
 from firmsift.adapters.decorators.prometheus_metrics import MeteredQueue, Metrics
 from firmsift.adapters.llm.endpoint import is_local_api_base
 from firmsift.domain.spend_reservations import ExpectedCost
-from firmsift.entrypoints.llm_calls_at_once import llm_concurrency
+from firmsift.entrypoints.wiring.llm_calls_at_once import llm_concurrency
 from firmsift.entrypoints.outbound_proxy import outbound_proxy_variable
-from firmsift.entrypoints.provider_wiring import ProviderWiring
-from firmsift.entrypoints.queue_wiring import QueueWiring
+from firmsift.entrypoints.wiring.external import ProviderWiring
+from firmsift.entrypoints.wiring.queues import QueueWiring
 from firmsift.entrypoints.settings import Settings
-from firmsift.entrypoints.storage_wiring import StorageWiring
+from firmsift.entrypoints.wiring.storage import StorageWiring
 from firmsift.entrypoints.worker.loop import Worker, WorkerConfig
 from firmsift.services.job_replies import FinishedJobs
 from firmsift.services.dns_trust import DnsTrust

@@ -19,7 +19,7 @@ from firmsift.adapters.llm.endpoint import api_base_host
 from firmsift.adapters.memory.pacing import InMemoryPacing
 from firmsift.adapters.sql.pacing import SqlPacing
 from firmsift.domain.pacing import provider_key
-from firmsift.entrypoints.lazy_adapters import (
+from firmsift.entrypoints.wiring.lazy_adapters import (
     make_batch_pricing,
     make_batch_provider,
     make_estimate_batch_pricing,
@@ -30,7 +30,7 @@ from firmsift.entrypoints.lazy_adapters import (
     make_searches,
     make_worker_pricing,
 )
-from firmsift.entrypoints.storage_wiring import StorageWiring
+from firmsift.entrypoints.wiring.storage import StorageWiring
 from firmsift.services.search_chain import SearchChain
 
 if TYPE_CHECKING:

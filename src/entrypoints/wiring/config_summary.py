@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from firmsift.adapters.llm.endpoint import api_base_host, is_local_api_base
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
-from firmsift.entrypoints.database_file import describe_database
+from firmsift.entrypoints.wiring.database_file import describe_database
 from firmsift.entrypoints.settings import Settings
 
 log = logging.getLogger("firmsift.startup")

@@ -10,8 +10,8 @@ from firmsift.adapters.sql.batch_intake import SqlBatchIntake
 from firmsift.adapters.sql.job_intake import SqlJobIntake
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
-from firmsift.entrypoints.lazy_adapters import ensure_declared_queues, make_sqs_queue, make_sqs_replies, open_sqs_client
-from firmsift.entrypoints.storage_wiring import StorageWiring
+from firmsift.entrypoints.wiring.lazy_adapters import ensure_declared_queues, make_sqs_queue, make_sqs_replies, open_sqs_client
+from firmsift.entrypoints.wiring.storage import StorageWiring
 from firmsift.services.batch_intake import RecordBatchThenPublish
 from firmsift.services.batches import BatchReplies
 from firmsift.services.submit import RecordThenPublish

@@ -17,7 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.batch_results import rows_per_page
-from firmsift.entrypoints.cli.csv_stream import CsvReader, CsvRecordTooLong, detect_format
+from firmsift.entrypoints.files.csv_stream import CsvReader, CsvRecordTooLong, detect_format
 from firmsift.entrypoints.http.batch_body import SpooledBody
 from firmsift.entrypoints.http.errors import BodyRejected
 from firmsift.entrypoints.wiring.runtime import start_container

@@ -156,7 +156,7 @@ def test_a_long_running_process_upgrades_a_new_database_without_importing_alembi
     database = tmp_path / "new.db"
     program = (
         "import sys\n"
-        "from firmsift.entrypoints import database_wait\n"
+        "from firmsift.entrypoints.wiring import database_wait\n"
         "from firmsift.entrypoints.wiring.runtime import start_container\n"
         "from firmsift.entrypoints.settings import Settings\n"
         + f"container = start_container(Settings(database_url={'sqlite:///' + str(database)!r}), migrate=False)\n"

@@ -302,7 +302,7 @@ def test_the_container_imports_the_http_api_only_when_it_is_built() -> None:
                "print(sorted(m for m in sys.modules if m.startswith(('firmsift.entrypoints.http.', "
                "'firmsift.entrypoints.web'))))\n"
                "from firmsift.entrypoints.wiring.http import create_api\n"
-               "print(create_api.__module__, 'firmsift.entrypoints.http.app' in sys.modules)")
+               "print(create_api.__module__, 'firmsift.entrypoints.wiring.http_app' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "firmsift.entrypoints.wiring.http False"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.cli.csv_stream import CsvReader, detect_format, find_column
+from firmsift.entrypoints.files.csv_files import CsvFileError
+from firmsift.entrypoints.files.csv_stream import CsvReader, detect_format, find_column
 
 TABLE = [["Company", "Website", "Notes"], ["Nestlé", "nestle.com", "line one\nline two"], ["Ülker", "ulker.com.tr", ""]]
 

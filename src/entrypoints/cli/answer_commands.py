@@ -14,7 +14,7 @@ from firmsift.domain.human_answer_documents import CSV_COLUMNS, csv_cells, csv_h
 from firmsift.domain.clock import utc_now
 from firmsift.domain.human_answers import HumanAnswer, parse_answer_word, read_human_answer
 from firmsift.entrypoints.cli.command_errors import CommandError
-from firmsift.entrypoints.cli.csv_files import CsvFileError, read_csv_records
+from firmsift.entrypoints.files.csv_files import CsvFileError, read_csv_records
 from firmsift.services.human_answers import all_human_answers, correct_answer, known_classifier, undo_correction
 
 if TYPE_CHECKING:  # main.py imports this module for its parser: keep `firmsift --help` instant

@@ -15,9 +15,9 @@ from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, EXIT_
 from firmsift.entrypoints.cli.company_import import read_company_rows
 from firmsift.entrypoints.wiring.config_summary import announce_new_database, log_effective_configuration
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.cli.csv_files import CsvFileError
+from firmsift.entrypoints.files.csv_files import CsvFileError
 from firmsift.entrypoints.wiring.database_file import database_to_create
-from firmsift.entrypoints.database_wait import DatabaseUnreachable, migrate_when_reachable
+from firmsift.entrypoints.wiring.database_wait import DatabaseUnreachable, migrate_when_reachable
 from firmsift.entrypoints.cli.db_arguments import NEEDS_NO_DATABASE
 from firmsift.entrypoints.cli.db_commands import run_db, run_db_offline
 from firmsift.entrypoints.cli.key_commands import run_keys

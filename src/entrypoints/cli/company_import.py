@@ -8,7 +8,7 @@ from pathlib import Path
 from firmsift.domain.model import KnownCompany
 from firmsift.domain.normalize import DomainRejected, normalize_domain
 from firmsift.domain.outside_text import storable
-from firmsift.entrypoints.cli.csv_files import read_csv_records
+from firmsift.entrypoints.files.csv_files import read_csv_records
 
 
 @dataclass

@@ -24,7 +24,7 @@ from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.known_companies import with_parents
 from firmsift.domain.model import Classifier, KnownCompany
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.cli.csv_files import CsvFileError
+from firmsift.entrypoints.files.csv_files import CsvFileError
 from firmsift.entrypoints.wiring.database_file import database_to_create
 from firmsift.entrypoints.eval.document import report_document
 from firmsift.entrypoints.eval.human_labels import human_labels, labels_name

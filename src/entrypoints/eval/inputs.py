@@ -12,7 +12,7 @@ from typing import Any
 from firmsift.domain.evaluation import LabelledDomain
 from firmsift.domain.normalize import DomainRejected, normalize_domain
 from firmsift.domain.search_providers import InvalidSearchProviders, chain_name, parse_search_providers
-from firmsift.entrypoints.cli.csv_files import read_csv_records
+from firmsift.entrypoints.files.csv_files import read_csv_records
 
 _YES, _NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")

@@ -13,8 +13,8 @@ from starlette.requests import Request
 
 from firmsift.domain.batches import InputRow
 from firmsift.domain.normalize import DomainRejected
-from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.cli.csv_stream import CsvReader, CsvRecordTooLong, detect_format, find_column
+from firmsift.entrypoints.files.csv_files import CsvFileError
+from firmsift.entrypoints.files.csv_stream import CsvReader, CsvRecordTooLong, detect_format, find_column
 from firmsift.entrypoints.http.errors import BodyRejected
 
 JSON = "application/json"

@@ -1,4 +1,4 @@
-"""The web app's routes, mounted on the API's app at `/` (see http/app.py)."""
+"""The web app's routes, served at `/` beside the API's (see wiring/http_app.py)."""
 
 from __future__ import annotations
 

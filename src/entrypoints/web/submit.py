@@ -22,8 +22,8 @@ from firmsift.domain.batches import InputRow
 from firmsift.domain.errors import InvalidRequest, Rejection
 from firmsift.domain.model import Classifier
 from firmsift.domain.normalize import DomainRejected, normalize_domain
-from firmsift.entrypoints.cli.csv_files import CsvFileError
-from firmsift.entrypoints.cli.csv_stream import COLUMN_GUESSES, CsvReader, detect_format, find_column
+from firmsift.entrypoints.files.csv_files import CsvFileError
+from firmsift.entrypoints.files.csv_stream import COLUMN_GUESSES, CsvReader, detect_format, find_column
 from firmsift.entrypoints.http.batch_body import CsvUpload, SpooledBody, json_input_rows, spool_body
 from firmsift.entrypoints.http.batch_submit import BatchSubmitter
 from firmsift.entrypoints.http.batches import DEFAULT_CLASSIFIER, cell_domain

@@ -33,10 +33,10 @@ def worker_pace(settings: Settings) -> WorkerPace:
 
 
 def create_api(**dependencies: Any) -> Starlette:
-    """The HTTP API (http/app.py's create_app), imported on the first call: the commands that serve
+    """The HTTP API (http_app.py's create_app), imported on the first call: the commands that serve
     no HTTP (worker, keys, answers, db, ...) do not import Starlette, the web app and the OpenAPI
     document."""
-    from firmsift.entrypoints.http.app import create_app
+    from firmsift.entrypoints.wiring.http_app import create_app
 
     return create_app(**dependencies)
 
@@ -67,7 +67,7 @@ class HttpWiring(QueueWiring, ProviderWiring):
 
     # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
     # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
-    # and its own readiness checks (`process_checks`); see http/app.py's create_app.
+    # and its own readiness checks (`process_checks`); see http_app.py's create_app.
     api = providers.Factory(
         create_api, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
         intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,

@@ -10,7 +10,7 @@ from firmsift.adapters.files.classifiers import ClassifierFileError
 from firmsift.adapters.files.site_signatures import SignatureFileError
 from firmsift.domain.allowed_hosts import is_loopback, served_hosts
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.database_wait import upgrade_and_say
+from firmsift.entrypoints.wiring.database_wait import upgrade_and_say
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker.probe import worker_probe

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from firmsift.entrypoints.cli.csv_files import CsvFileError
+from firmsift.entrypoints.files.csv_files import CsvFileError
 
 SAMPLE_BYTES = 64 * 1024
 DELIMITERS = (",", ";", "\t", "|")

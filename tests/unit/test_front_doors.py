@@ -25,7 +25,6 @@ NOT_YET_THROUGH_THE_WIRING = {
     "firmsift.entrypoints.cli.queue_commands",
     "firmsift.entrypoints.eval.command",
     "firmsift.entrypoints.eval.document",
-    "firmsift.entrypoints.http.api_routes",
 }
 
 

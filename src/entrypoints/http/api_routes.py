@@ -6,17 +6,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from firmsift.adapters.decorators.prometheus_metrics import Metrics
-from firmsift.adapters.readiness import IntakeOutcomes
 from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
 from firmsift.domain.job_document import accepted_document, job_document, warned
-from firmsift.domain.model import Classifier, JobStatus
+from firmsift.domain.model import JobStatus
 from firmsift.entrypoints.check_results import counts_as_ready
 from firmsift.entrypoints.http.answers import answer_routes
 from firmsift.entrypoints.http.auth import Gate
@@ -28,41 +26,16 @@ from firmsift.entrypoints.http.errors import BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
 from firmsift.entrypoints.settings import Settings
 from firmsift.ports.database_errors import DatabaseFailure
-from firmsift.ports.batches import BatchIntake, BatchStore
-from firmsift.ports.human_answers import HumanAnswerStore
-from firmsift.ports.intake import JobIntake
-from firmsift.ports.queue import WorkQueue
-from firmsift.ports.repository import ForgetsAnswers, JobRepository
-from firmsift.services.batch_estimate import BatchEstimator
-from firmsift.services.batches import BatchReplies
-from firmsift.services.budgets import Budgets
-from firmsift.services.submit import SubmitJob, find_job, submit_job
+from firmsift.services.api import Api
+from firmsift.services.submit import SubmitJob
 
 log = logging.getLogger(__name__)
 
 
-class ReadinessChecks(Protocol):
-    async def check(self) -> dict[str, Any]:
-        """Each check's name and "ok" or what failed; never raises."""
-
-
 def api_routes(
+    api: Api,
     *,
     settings: Settings,
-    catalog: Mapping[str, Classifier],
-    intake: JobIntake,
-    jobs: JobRepository,
-    intake_outcomes: IntakeOutcomes,
-    readiness: ReadinessChecks,
-    metrics: Metrics,
-    batch_intake: BatchIntake,
-    batches: BatchStore,
-    batch_replies: BatchReplies,
-    budgets: Budgets,
-    batch_estimator: BatchEstimator,
-    human_answers: HumanAnswerStore,
-    cached_answers: ForgetsAnswers,
-    work_queue: WorkQueue,
     gate: Gate,
     backend_deadline: Callable[[], AbstractAsyncContextManager[None]],
     passes: BodyPasses,
@@ -70,17 +43,16 @@ def api_routes(
     process_checks: Mapping[str, Callable[[], str]] | None = None,
     warning: str | None = None,
 ) -> list[Route]:
-    """The JSON API's routes on the site's `gate` (keys, rate limits), `backend_deadline` and
-    upload `passes`: jobs, batches, answers, health, readiness, metrics and the OpenAPI `document`.
-    `process_checks` are this process's own checks beyond its backends (name: a call giving "ok",
-    "degraded: why", which still counts as ready, or what failed), reported by /readyz. `warning`
-    (no worker can run) is carried by every 202 and pending job document."""
+    """The JSON API's routes over `api`, on the site's `gate` (keys, rate limits),
+    `backend_deadline` and upload `passes`: jobs, batches, answers, health, readiness, metrics and
+    the OpenAPI `document`. `process_checks` are this process's own checks beyond its backends,
+    reported by /readyz; `warning` (no worker can run) is carried by every 202 and pending job."""
     own_queues = {name for name in (settings.queue_name, settings.dead_letter_queue, settings.sqs_queue_url) if name}
 
     async def submit(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers, _address(request))  # before the body: strangers cost no parsing
         async with backend_deadline():
-            await budgets.check(caller)  # 429 budget_exhausted, before the body too
+            await api.budgets.check(caller)  # 429 budget_exhausted, before the body too
         body = validated(SubmitRequest, await read_json_body(request, settings.max_body_bytes))
         reply_queue = request.headers.get("x-reply-queue")
         if reply_queue is not None and reply_queue.strip() in own_queues:
@@ -95,29 +67,24 @@ def api_routes(
         )
         try:
             async with backend_deadline():
-                submission = await submit_job(
-                    command,
-                    catalog=catalog,
-                    intake=intake,
-                    max_domains=settings.max_domains_per_job,
-                )
+                submission = await api.submit(command)
         except (QueueUnavailable, BackendUnavailable, DatabaseFailure):
-            intake_outcomes.failed()  # /readyz says so until an intake succeeds again
+            api.intake_health.failed()  # /readyz says so until an intake succeeds again
             raise
-        intake_outcomes.succeeded()
+        api.intake_health.succeeded()
         job = submission.job
         headers = {"Location": f"/domains/classify/{job.id}"}
         if submission.replayed:
             # Same status as the first answer, so a retry after a lost response looks like it.
             headers["Idempotent-Replayed"] = "true"
         else:
-            metrics.jobs_accepted.inc()
+            api.metrics.jobs_accepted.inc()
         return JSONResponse(warned(accepted_document(job), warning), status_code=202, headers=headers)
 
     async def poll(request: Request) -> JSONResponse:
         caller = await gate.caller(request.headers, _address(request))
         async with backend_deadline():
-            job = await find_job(request.path_params["job_id"], caller.owner, jobs)
+            job = await api.find(request.path_params["job_id"], caller.owner)
         return JSONResponse(warned(job_document(job), warning if job.status is JobStatus.PENDING else None))
 
     async def openapi(_request: Request) -> JSONResponse:
@@ -130,7 +97,7 @@ def api_routes(
     async def readyz(_request: Request) -> JSONResponse:
         """Readiness: the database answers and takes writes, the work queue answers, the
         latest intake did not fail, and (for `serve`) the embedded worker could start."""
-        checks = {**await readiness.check(), **{name: check() for name, check in (process_checks or {}).items()}}
+        checks = {**await api.readiness.check(), **{name: check() for name, check in (process_checks or {}).items()}}
         # Degraded still serves: the pre-check concluding less (a lying resolver) is no reason to
         # take the process out of a load balancer.
         ready = all(counts_as_ready(result) for result in checks.values())
@@ -138,15 +105,16 @@ def api_routes(
                             status_code=200 if ready else 503)
 
     async def exposition(_request: Request) -> Response:
-        body, content_type = metrics.exposition()
+        body, content_type = api.metrics.exposition()
         return Response(body, media_type=content_type)
 
     return [
-        *batch_routes(settings=settings, catalog=catalog, gate=gate, intake=batch_intake, batches=batches,
-                      replies=batch_replies, own_queues=own_queues, deadline=backend_deadline,
-                      budgets=budgets, estimator=batch_estimator, queue=work_queue, passes=passes, warning=warning),
-        *answer_routes(catalog=catalog, gate=gate, store=human_answers, cached=cached_answers, batches=batches,
-                       max_body_bytes=settings.max_body_bytes, deadline=backend_deadline),
+        *batch_routes(settings=settings, catalog=api.catalog, gate=gate, intake=api.batch_intake, batches=api.batches,
+                      replies=api.batch_replies, own_queues=own_queues, deadline=backend_deadline,
+                      budgets=api.budgets, estimator=api.estimator, queue=api.work_queue, passes=passes,
+                      warning=warning),
+        *answer_routes(catalog=api.catalog, gate=gate, store=api.human_answers, cached=api.cached_answers,
+                       batches=api.batches, max_body_bytes=settings.max_body_bytes, deadline=backend_deadline),
         Route("/domains/classify", submit, methods=["POST"]),
         Route("/domains/classify/{job_id}", poll, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

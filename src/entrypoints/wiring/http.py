@@ -13,6 +13,7 @@ from firmsift.entrypoints.wiring.queues import QueueWiring
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.wiring.llm_calls_at_once import llm_concurrency
 from firmsift.entrypoints.wiring.storage import StorageWiring
+from firmsift.services.api import Api
 from firmsift.services.batch_estimate import BatchEstimator
 
 if TYPE_CHECKING:
@@ -32,13 +33,15 @@ def worker_pace(settings: Settings) -> WorkerPace:
                       settings.worker_jobs * min(settings.domain_concurrency, settings.max_domains_per_job))
 
 
-def create_api(**dependencies: Any) -> Starlette:
-    """The HTTP API (http_app.py's create_app), imported on the first call: the commands that serve
-    no HTTP (worker, keys, answers, db, ...) do not import Starlette, the web app and the OpenAPI
+def create_api(application: Api, settings: Settings, **served: Any) -> Starlette:
+    """The HTTP front door over `application` (http_app.py's create_app), served as `served` says
+    (http/front_door.py's HttpFrontDoor), imported on the first call: the commands that serve no
+    HTTP (worker, keys, answers, db, ...) do not import Starlette, the web app and the OpenAPI
     document."""
+    from firmsift.entrypoints.http.front_door import HttpFrontDoor
     from firmsift.entrypoints.wiring.http_app import create_app
 
-    return create_app(**dependencies)
+    return create_app(HttpFrontDoor(application, settings, **served))
 
 
 class HttpWiring(QueueWiring, ProviderWiring):
@@ -65,16 +68,15 @@ class HttpWiring(QueueWiring, ProviderWiring):
         precheck=settings.provided.precheck, precheck_max_age=providers.Callable(precheck_max_age, settings),
         human=human_answers)
 
+    # What the API and the web app may do (services/api.py), one per container.
+    api_application = providers.Singleton(
+        Api, catalog=catalog, max_domains_per_job=settings.provided.max_domains_per_job, intake=intake, jobs=store,
+        api_keys=api_keys, intake_health=intake_outcomes, readiness=readiness, metrics=metrics,
+        batch_intake=batch_intake, batches=batches, batch_replies=batch_replies, budgets=budgets,
+        estimator=batch_estimator, human_answers=human_answers, cached_answers=store, work_queue=work_queue,
+        known=store, web_sessions=web_sessions)
+
     # The HTTP API of `firmsift serve` and `firmsift api`, built anew on each call: call with the
     # address it will be served on (`host`), and, for serve, the embedded worker (`background`)
-    # and its own readiness checks (`process_checks`); see http_app.py's create_app.
-    api = providers.Factory(
-        create_api, settings=settings, catalog=catalog, intake=intake, jobs=store, api_keys=api_keys,
-        intake_outcomes=intake_outcomes, readiness=readiness, metrics=metrics, batch_intake=batch_intake,
-        batches=batches, batch_replies=batch_replies, budgets=budgets, batch_estimator=batch_estimator,
-        human_answers=human_answers,
-        cached_answers=store,
-        work_queue=work_queue,
-        known=store,
-        web_sessions=web_sessions,
-    )
+    # and its own readiness checks (`process_checks`); see http/front_door.py.
+    api = providers.Factory(create_api, application=api_application, settings=settings)

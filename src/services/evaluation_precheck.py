@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from firmsift.domain.inflight import InFlight
 from firmsift.domain.site_status import SiteStatus, SiteVerdict
+from firmsift.machinery.inflight import InFlight
 from firmsift.services.precheck import ENDING_STATUSES
 
 if TYPE_CHECKING:

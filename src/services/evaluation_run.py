@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import CachedCompletion, GatheredEvidence, LabelledDomain, Outcome, OutcomeKind
-from firmsift.domain.inflight import InFlight
 from firmsift.domain.known_companies import known_company, known_company_reason
 from firmsift.domain.model import Classifier, Completion, Evidence, KnownCompany, ResultStatus
 from firmsift.domain.outside_text import storable_completion, storable_error, storable_evidence
 from firmsift.domain.prompt import answer_schema, build_prompt
+from firmsift.machinery.inflight import InFlight
 from firmsift.services.asking import ask_llm
 from firmsift.services.precheck import ENDING_STATUSES
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from firmsift.domain.clock import utc_now
 from firmsift.domain.freshness import is_fresh
-from firmsift.domain.inflight import InFlight
 from firmsift.domain.model import Answer, Classifier, DomainResult
+from firmsift.machinery.inflight import InFlight
 from firmsift.services.held_answers import HeldAnswers
 from firmsift.services.precheck import Precheck
 

@@ -21,14 +21,14 @@ from firmsift.domain.errors import (
     TooManyDomains,
     UnknownClassifier,
 )
-from firmsift.domain.group_commit import GroupCommit
 from firmsift.domain.idempotency import IdempotencyKeyTaken, check_idempotency_key, replay
-from firmsift.domain.job_ids import TimeOrderedIds
 from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, Job, JobStatus
 from firmsift.domain.normalize import DomainList
 from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
 from firmsift.domain.work_messages import OutgoingMessage, job_message
+from firmsift.machinery.group_commit import GroupCommit
+from firmsift.machinery.job_ids import TimeOrderedIds
 
 if TYPE_CHECKING:
     from firmsift.ports.intake import JobIntake

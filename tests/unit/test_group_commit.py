@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from firmsift.domain.group_commit import GroupCommit
+from firmsift.machinery.group_commit import GroupCommit
 
 pytestmark = pytest.mark.anyio
 

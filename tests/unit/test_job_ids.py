@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from firmsift.domain.job_ids import TimeOrderedIds
+from firmsift.machinery.job_ids import TimeOrderedIds
 from firmsift.services.submit import new_job_id, parse_job_id
 
 

@@ -38,7 +38,7 @@ NOTES = (
 
 
 def answers(container: Container, *args: str) -> int:
-    return run_answers(container, build_parser().parse_args(["answers", *args]))
+    return run_answers(container.admin(), build_parser().parse_args(["answers", *args]))
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from firmsift.entrypoints.files.csv_files import CsvFileError, read_csv_records
 from firmsift.services.human_answers import all_human_answers, correct_answer, known_classifier, undo_correction
 
 if TYPE_CHECKING:  # main.py imports this module for its parser: keep `firmsift --help` instant
-    from firmsift.entrypoints.wiring.container import Container
+    from firmsift.services.admin import Admin
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_CLASSIFIER = "cpg"
@@ -61,15 +61,15 @@ def add_answers_parser(commands: Any) -> None:
     undo.add_argument("--classifier", default=DEFAULT_CLASSIFIER, help=f"its classifier (default: {DEFAULT_CLASSIFIER})")
 
 
-def run_answers(container: Container, args: argparse.Namespace) -> int:
+def run_answers(admin: Admin, args: argparse.Namespace) -> int:
     try:
         if args.answers_command == "import":
-            return asyncio.run(_import(container, args.file, args.classifier))
+            return asyncio.run(_import(admin, args.file, args.classifier))
         if args.answers_command == "list":
-            classifier = known_classifier(args.classifier, container.catalog()) if args.classifier else None
-            return asyncio.run(_list(container, classifier, as_csv=args.csv))
-        undone = asyncio.run(undo_correction(args.domain, args.classifier, catalog=container.catalog(),
-                                             store=container.human_answers()))
+            classifier = known_classifier(args.classifier, admin.catalog) if args.classifier else None
+            return asyncio.run(_list(admin, classifier, as_csv=args.csv))
+        undone = asyncio.run(undo_correction(args.domain, args.classifier, catalog=admin.catalog,
+                                             store=admin.human_answers))
     except (InvalidRequest, UnknownClassifier) as error:
         print(f"firmsift: {_problem(error)}", file=sys.stderr)
         return EXIT_USAGE
@@ -81,12 +81,12 @@ def run_answers(container: Container, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _import(container: Container, path: Path, default_classifier: str) -> int:
+async def _import(admin: Admin, path: Path, default_classifier: str) -> int:
     try:
         records = read_csv_records(path, ("domain", "answer", "note"))
     except CsvFileError as error:
         raise CommandError(str(error)) from None
-    catalog, store = container.catalog(), container.human_answers()
+    catalog, store = admin.catalog, admin.human_answers
     problems: list[str] = []
     rows: list[HumanAnswer] = []
     seen: dict[tuple[str, str], int] = {}
@@ -117,11 +117,11 @@ async def _import(container: Container, path: Path, default_classifier: str) -> 
     return EXIT_FAILURE if problems else EXIT_OK
 
 
-async def _list(container: Container, classifier: str | None, *, as_csv: bool) -> int:
+async def _list(admin: Admin, classifier: str | None, *, as_csv: bool) -> int:
     if as_csv:
         sys.stdout.write(csv_header())
     count = 0
-    async for human in all_human_answers(container.human_answers(), classifier):
+    async for human in all_human_answers(admin.human_answers, classifier):
         sys.stdout.write(csv_line(human) if as_csv else json.dumps(human_answer_document(human)) + "\n")
         count += 1
     print(f"{count} human answer(s)", file=sys.stderr)

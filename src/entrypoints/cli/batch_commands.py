@@ -13,8 +13,8 @@ from firmsift.entrypoints.cli.command_errors import EXIT_OK, CommandError
 from firmsift.services.batch_retry import retry_failed_rows
 from firmsift.services.batches import cancel_batch
 
-if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.entrypoints.wiring.container import Container
+if TYPE_CHECKING:  # the use-cases only when the command runs
+    from firmsift.services.admin import Admin
 
 
 def add_batch_parser(commands: Any) -> None:
@@ -32,13 +32,13 @@ def add_batch_parser(commands: Any) -> None:
     retry.add_argument("batch_id")
 
 
-def run_batch(container: Container, args: argparse.Namespace) -> int:
+def run_batch(admin: Admin, args: argparse.Namespace) -> int:
     async def act() -> str:
-        batch = await operator_batch(container, args.batch_id)
+        batch = await operator_batch(admin, args.batch_id)
         if args.batch_command == "cancel":
-            cancelled = await cancel_batch(batch, container.batches(), container.batch_replies())
+            cancelled = await cancel_batch(batch, admin.batches, admin.batch_replies)
             return f"batch {batch.id}: {cancelled} job(s) cancelled; work started or finished is kept"
-        retried = await retry_failed_rows(batch, container.batches(), container.work_queue())
+        retried = await retry_failed_rows(batch, admin.batches, admin.work_queue)
         if not retried:
             return f"batch {batch.id}: nothing had failed; nothing to retry"
         return f"batch {batch.id}: {retried} job(s) with failed rows queued again; answered rows are kept"

@@ -10,13 +10,13 @@ from firmsift.services.submit import parse_job_id
 
 if TYPE_CHECKING:
     from firmsift.domain.batches import Batch
-    from firmsift.entrypoints.wiring.container import Container
+    from firmsift.services.admin import Admin
 
 
-async def operator_batch(container: Container, batch_id: str) -> Batch:
+async def operator_batch(admin: Admin, batch_id: str) -> Batch:
     """The batch with this id, or BatchNotFound (a malformed id too)."""
     try:
-        batch = await container.batches().get_batch(parse_job_id(batch_id))
+        batch = await admin.batches.get_batch(parse_job_id(batch_id))
     except FirmsiftError:
         batch = None
     if batch is None:

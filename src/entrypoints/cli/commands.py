@@ -31,6 +31,7 @@ from firmsift.entrypoints.cli.serve_command import serve, serve_copies
 from firmsift.entrypoints.wiring.llm_credentials import require_llm_credentials
 from firmsift.entrypoints.wiring.runtime import run_worker, start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.services.admin import Admin
 from firmsift.ports.database_errors import DatabaseReadOnly
 
 
@@ -88,24 +89,24 @@ def dispatch(args: argparse.Namespace) -> int:
             asyncio.run(_worker_until_signalled(container))
             return EXIT_OK
         if args.command == "companies":
-            return import_companies(container, args.file)
+            return import_companies(container.admin(), args.file)
         if args.command == "replies":
             if container.settings().queue_backend != "db":
                 raise CommandError("`firmsift replies` reads the embedded backend's reply queues; with SQS, "
                                    "read the reply queue with your own SQS consumer")
             return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
         if args.command == "dlq":
-            return asyncio.run(dead_letters(container, args.dlq_command, args.max))
+            return asyncio.run(dead_letters(container.admin(), args.dlq_command, args.max))
         if args.command == "keys":
-            return run_keys(container, args)
+            return run_keys(container.admin(), args)
         if args.command == "answers":
-            return run_answers(container, args)
+            return run_answers(container.admin(), args)
         if args.command == "refresh":
-            return run_refresh(container, args)
+            return run_refresh(container.admin(), args)
         if args.command == "forget":
-            return run_forget(container, args)
+            return run_forget(container.admin(), args)
         if args.command == "batch":
-            return run_batch(container, args)
+            return run_batch(container.admin(), args)
         if args.command == "db":
             return run_db(container, args)
         raise AssertionError(f"unhandled command {args.command}")
@@ -126,12 +127,12 @@ async def _worker_until_signalled(container: Container) -> None:
     await run_worker(container, stop, probe=True)
 
 
-def import_companies(container: Container, path: Path) -> int:
+def import_companies(admin: Admin, path: Path) -> int:
     try:
         rows = read_company_rows(path)
     except CsvFileError as error:
         raise CommandError(str(error)) from None
-    written = asyncio.run(container.store().upsert_known(rows.companies.values()))
+    written = asyncio.run(admin.known.upsert_known(rows.companies.values()))
     for problem in rows.problems:
         print(problem, file=sys.stderr)
     print(f"imported {written} compan{'y' if written == 1 else 'ies'}; {len(rows.problems)} row(s) rejected")

@@ -12,8 +12,8 @@ from firmsift.entrypoints.cli.batch_lookup import operator_batch
 from firmsift.entrypoints.cli.command_errors import EXIT_OK, CommandError
 from firmsift.services.forget import ForgetAnswers, forget_answers
 
-if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.entrypoints.wiring.container import Container
+if TYPE_CHECKING:  # the use-cases only when the command runs
+    from firmsift.services.admin import Admin
 
 
 def add_forget_parser(commands: Any) -> None:
@@ -33,13 +33,13 @@ def add_forget_parser(commands: Any) -> None:
                         help="only the pre-check's outcomes (no_dns, unreachable, parked), not the LLM's answers")
 
 
-def run_forget(container: Container, args: argparse.Namespace) -> int:
+def run_forget(admin: Admin, args: argparse.Namespace) -> int:
     async def forget() -> int:
-        batch = await operator_batch(container, args.batch) if args.batch else None
+        batch = await operator_batch(admin, args.batch) if args.batch else None
         command = ForgetAnswers(args.classifier, domains=tuple(args.domain) if args.domain else None, batch=batch,
                                 everything=args.all, only_precheck=args.precheck_only)
-        return await forget_answers(command, catalog=container.catalog(), answers=container.store(),
-                                    batches=container.batches())
+        return await forget_answers(command, catalog=admin.catalog, answers=admin.answers,
+                                    batches=admin.batches)
 
     try:
         forgotten = asyncio.run(forget())

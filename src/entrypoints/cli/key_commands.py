@@ -16,7 +16,7 @@ from firmsift.services.keys import create_key, revoke_key
 from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # cli.py imports this module for its parser: keep `firmsift --help` instant
-    from firmsift.entrypoints.wiring.container import Container
+    from firmsift.services.admin import Admin
 
 LIMIT_HELP = "USD the key's jobs may spend on the LLM a UTC day (e.g. 5 or 2.50), or 'none'"
 
@@ -58,8 +58,8 @@ def add_keys_parser(commands: Any) -> None:
     revoke.add_argument("key_id", help="the key's id (key_…)")
 
 
-def run_keys(container: Container, args: argparse.Namespace) -> int:
-    store = container.api_keys()
+def run_keys(admin: Admin, args: argparse.Namespace) -> int:
+    store = admin.api_keys
     if args.keys_command == "create":
         try:
             issued = asyncio.run(create_key(args.name, args.reply_queues, store, daily_limit_usd=args.daily_limit))
@@ -72,7 +72,7 @@ def run_keys(container: Container, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_OK
     if args.keys_command == "list":
-        return _list(container)
+        return _list(admin)
     if args.keys_command == "set-limit":
         key = asyncio.run(set_daily_limit(args.key_id, args.limit, store))  # unknown id: exit 1, as revoke
         shown = "no daily limit" if key.daily_limit_usd is None else f"a daily limit of {key.daily_limit_usd:g} USD"
@@ -83,8 +83,8 @@ def run_keys(container: Container, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _list(container: Container) -> int:
-    budgets = container.budgets()
+def _list(admin: Admin) -> int:
+    budgets = admin.budgets
 
     async def read() -> tuple[list[KeySpend], Any]:
         return await budgets.key_spends(), await budgets.total_today()

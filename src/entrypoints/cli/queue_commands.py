@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import sys
 
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
 from firmsift.entrypoints.wiring.container import Container
+from firmsift.domain.errors import QueueUnavailable
+from firmsift.services.admin import Admin
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 
 
@@ -34,11 +35,11 @@ def declared_queues(container: Container, *, apply: bool) -> int:
     return EXIT_OK if apply or in_sync else EXIT_FAILURE
 
 
-async def dead_letters(container: Container, action: str, limit: int) -> int:
+async def dead_letters(admin: Admin, action: str, limit: int) -> int:
     """Workers drain the dead-letter queue into FAILED jobs; these commands work from that record."""
     if limit < 1:
         raise CommandError("--max must be at least 1")
-    store = container.store()
+    store = admin.jobs
     if action == "list":
         failed = await store.list_failed_jobs(error=DEAD_LETTER_ERROR, limit=limit)
         for job in failed:
@@ -47,6 +48,6 @@ async def dead_letters(container: Container, action: str, limit: int) -> int:
                               "unfinished": sum(r.status.value == "PENDING" for r in job.results)}))
         print(f"{len(failed)} dead-lettered job(s) shown", file=sys.stderr)
         return EXIT_OK
-    retried = await redrive_dead_lettered(store, container.work_queue(), limit=limit)
+    retried = await redrive_dead_lettered(store, admin.work_queue, limit=limit)
     print(f"sent {len(retried)} dead-lettered job(s) back to the work queue")
     return EXIT_OK

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from firmsift.services.refresh import refresh_stale_answers
 from firmsift.entrypoints.cli.command_errors import EXIT_OK
 
-if TYPE_CHECKING:  # the container (SQLAlchemy and every adapter) only when the command runs
-    from firmsift.entrypoints.wiring.container import Container
+if TYPE_CHECKING:  # the use-cases only when the command runs
+    from firmsift.services.admin import Admin
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*d?\s*$")
 
@@ -37,12 +37,11 @@ def add_refresh_parser(commands: Any) -> None:
     refresh.add_argument("--classifier", default="cpg", help="the classifier whose answers to refresh (default cpg)")
 
 
-def run_refresh(container: Container, args: argparse.Namespace) -> int:
-    settings = container.settings()
+def run_refresh(admin: Admin, args: argparse.Namespace) -> int:
     batch = asyncio.run(refresh_stale_answers(
-        args.classifier, args.older_than, catalog=container.catalog(), questions=container.deferred_questions(),
-        intake=container.batch_intake(), job_size=settings.max_domains_per_job,
-        max_domains=settings.max_domains_per_batch))
+        args.classifier, args.older_than, catalog=admin.catalog, questions=admin.deferred_questions,
+        intake=admin.batch_intake, job_size=admin.max_domains_per_job,
+        max_domains=admin.max_domains_per_batch))
     if batch is None:
         print(f"no {args.classifier} answer older than {args.older_than.days} days to refresh")
         return EXIT_OK

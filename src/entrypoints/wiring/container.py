@@ -14,6 +14,7 @@ from firmsift.entrypoints.wiring.http import HttpWiring
 from firmsift.entrypoints.wiring.lazy_adapters import make_eval_pricing
 from firmsift.entrypoints.wiring.external import ProviderWiring
 from firmsift.entrypoints.wiring.worker import WorkerWiring, settings_precheck
+from firmsift.services.admin import Admin
 
 
 class Container(HttpWiring, WorkerWiring):
@@ -39,3 +40,13 @@ class Container(HttpWiring, WorkerWiring):
     # signatures and trust in negative DNS answers (its cache time and redirect reuse concern stored
     # answers, which an eval has none of).
     eval_precheck = providers.Singleton(settings_precheck, WorkerWiring.settings, resolver, homepage, signatures)
+
+    # What the operator commands may do (services/admin.py): keys, answers, companies, batch,
+    # refresh, forget, dlq.
+    admin = providers.Singleton(
+        Admin, catalog=HttpWiring.catalog, max_domains_per_job=HttpWiring.settings.provided.max_domains_per_job,
+        max_domains_per_batch=HttpWiring.settings.provided.max_domains_per_batch, api_keys=HttpWiring.api_keys,
+        budgets=HttpWiring.budgets, human_answers=HttpWiring.human_answers, jobs=HttpWiring.store,
+        answers=HttpWiring.store, known=HttpWiring.store, batches=HttpWiring.batches,
+        batch_replies=HttpWiring.batch_replies, work_queue=HttpWiring.work_queue,
+        batch_intake=HttpWiring.batch_intake, deferred_questions=WorkerWiring.deferred_questions)

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine, text
 
-from firmsift.ports.database_errors import DatabaseReadOnly
+from firmsift.ports.infrastructure_errors import DatabaseReadOnly
 
 CHECK_TIMEOUT_SECONDS = 3.0
 INTAKE_FAILURE_SECONDS = 10.0  # how long a failed intake keeps the process not ready (unless one succeeds)

@@ -58,22 +58,6 @@ class JobNotFound(FirmsiftError):
         self.job_id = job_id
 
 
-class QueueUnavailable(FirmsiftError):
-    """A queue could not be reached or refused an operation: above all, the work queue could not
-    durably accept a message."""
-
-    code = "queue_unavailable"
-
-
-class QueuePartlySent(QueueUnavailable):
-    """Sending several messages stopped: the first `sent` of them are durably on the queue; the
-    others may or may not be (a caller that gives up on them must tolerate their arriving)."""
-
-    def __init__(self, message: str, sent: int) -> None:
-        super().__init__(message)
-        self.sent = sent
-
-
 class StaleReceipt(FirmsiftError):
     """A queue receipt is no longer the current one for its message (expired or superseded)."""
 

@@ -1,13 +1,10 @@
 """The work-queue message: only the job's id (a claim check); the domains stay in the database.
-Also a message as sent (body, group, deduplication id), and sending several by sending each."""
+Also a message as sent (body, group, deduplication id)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable
 
 
 @dataclass(frozen=True)
@@ -32,13 +29,3 @@ def job_id_in(body: str) -> str | None:
         return None
     job_id = document.get("job_id") if isinstance(document, dict) else None
     return job_id if isinstance(job_id, str) and job_id else None
-
-
-async def send_each(send: Callable[[OutgoingMessage], Awaitable[object]], messages: Sequence[OutgoingMessage]) -> None:
-    """WorkQueue.send_many for a queue without a batch call: `send` each message in turn; a
-    failure raises QueuePartlySent with the count sent before it."""
-    for sent, message in enumerate(messages):
-        try:
-            await send(message)
-        except QueueUnavailable as error:
-            raise QueuePartlySent(f"{error} ({sent} of {len(messages)} messages sent)", sent) from error

@@ -9,7 +9,7 @@ import tomllib
 from pydantic import ValidationError
 
 from firmsift.entrypoints.settings import CONFIG_FILE_VARIABLE, ConfigurationError, Settings
-from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
+from firmsift.ports.infrastructure_errors import DatabaseFailure, InvalidDatabaseUrl
 
 ENV_PREFIX = "FIRMSIFT_"
 

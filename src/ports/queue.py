@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 
 MAX_BATCH = 10  # messages one receive may ask for: SQS's limit, which every queue adapter keeps
 
@@ -44,6 +45,16 @@ class WorkQueue(Protocol):
 
     async def change_visibility(self, receipt: str, timeout_seconds: float) -> None:
         """Hide the message for timeout_seconds from now. Raises StaleReceipt."""
+
+
+async def send_each(send: Callable[[OutgoingMessage], Awaitable[object]], messages: Sequence[OutgoingMessage]) -> None:
+    """WorkQueue.send_many for a queue without a batch call: `send` each message in turn; a
+    failure raises QueuePartlySent with the count sent before it."""
+    for sent, message in enumerate(messages):
+        try:
+            await send(message)
+        except QueueUnavailable as error:
+            raise QueuePartlySent(f"{error} ({sent} of {len(messages)} messages sent)", sent) from error
 
 
 class ReplyPublisher(Protocol):

@@ -20,7 +20,7 @@ from firmsift.domain.outside_text import storable, storable_completion, storable
 from firmsift.domain.parsing import ParseFailure, parse_verdict
 from firmsift.domain.prompt import answer_schema, build_prompt, evidence_sent
 from firmsift.domain.quotes import MAX_QUOTE_CHARS, check_quote, trusted_confidence
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.infrastructure_errors import DatabaseFailure
 
 if TYPE_CHECKING:
     from firmsift.ports.providers import LLM, Pricing

@@ -13,12 +13,13 @@ from firmsift.domain.batch_documents import REJECTED_LISTED
 from firmsift.domain.batches import Batch, BatchKeyTaken, BatchPlan, BatchRow, InputRow
 from firmsift.domain.clock import utc_now
 from firmsift.domain.economy import BatchMode, batch_mode
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable, UnknownClassifier
+from firmsift.domain.errors import UnknownClassifier
 from firmsift.domain.idempotency import IdempotencyKeyReused, check_idempotency_key
 from firmsift.domain.keys import ANONYMOUS, Caller
 from firmsift.domain.model import Classifier, JobStatus
 from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_allowed
 from firmsift.domain.work_messages import OutgoingMessage, job_message
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 from firmsift.services.submit import new_job_id
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 from firmsift.domain.batches import Batch, BatchCancelledAlready
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable
 from firmsift.domain.work_messages import OutgoingMessage, job_message
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 
 if TYPE_CHECKING:
     from firmsift.ports.batches import BatchStore

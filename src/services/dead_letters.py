@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from firmsift.domain.model import UNFINISHED_STATUSES, Job, JobStatus
-from firmsift.domain.errors import QueuePartlySent
+from firmsift.ports.infrastructure_errors import QueuePartlySent
 from firmsift.domain.work_messages import OutgoingMessage, job_id_in, job_message
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from firmsift.domain.model import Answer, DomainResult, ResultStatus
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.infrastructure_errors import DatabaseFailure
 
 log = logging.getLogger(__name__)
 SAVE_DELAYS = (0.5, 1.0, 2.0, 5.0)  # seconds between attempts to save what is held; the last repeats

@@ -8,9 +8,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.job_document import job_document, reply_dedup_id
 from firmsift.domain.outside_text import storable_error
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Job

@@ -22,7 +22,7 @@ from firmsift.domain.model import (
     Source,
 )
 from firmsift.domain.outside_text import UnstorableText
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.infrastructure_errors import DatabaseFailure
 from firmsift.services.held_answers import HeldAnswer, worth_holding
 from firmsift.services.job_dependencies import JobDependencies
 from firmsift.services.paid_path import ask_once, defer_question

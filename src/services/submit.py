@@ -15,8 +15,6 @@ from firmsift.domain.clock import utc_now
 from firmsift.domain.errors import (
     InvalidRequest,
     JobNotFound,
-    QueuePartlySent,
-    QueueUnavailable,
     Rejection,
     TooManyDomains,
     UnknownClassifier,
@@ -29,6 +27,7 @@ from firmsift.domain.reply_queues import check_reply_queue, check_reply_queue_al
 from firmsift.domain.work_messages import OutgoingMessage, job_message
 from firmsift.machinery.group_commit import GroupCommit
 from firmsift.machinery.job_ids import TimeOrderedIds
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 
 if TYPE_CHECKING:
     from firmsift.ports.intake import JobIntake

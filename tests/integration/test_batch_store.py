@@ -23,7 +23,7 @@ from firmsift.domain.errors import TooManyDomains
 from firmsift.domain.model import Answer, DomainResult, Evidence, JobStatus, QuoteStatus, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
 from firmsift.domain.spend import Spend, total_spend
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.infrastructure_errors import DatabaseFailure
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio

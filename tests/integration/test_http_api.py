@@ -14,12 +14,12 @@ from starlette.testclient import TestClient
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.domain.clock import utc_now
 from firmsift.adapters.sql.engine import make_engine
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Answer, DomainResult, Evidence, ResultStatus, Source
 from firmsift.services.submit import RecordThenPublish
 
 from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from cfnlint.decode import decode
 from firmsift.adapters.sqs.queue_spec import QueueSpec, QueueSpecError, ensure_queues, load_queue_spec, queue_drift
 from tests.support.processes import REPO
 from firmsift.adapters.sqs.client import make_sqs_client
-from firmsift.domain.errors import QueueUnavailable
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from tests.support.processes import refusing_port
 from tests.support.sqs_emulator import sqs_client, sqs_emulator
 

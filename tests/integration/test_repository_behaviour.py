@@ -29,7 +29,7 @@ from firmsift.domain.model import (
     Source,
 )
 from firmsift.domain.outside_text import UnstorableText, storable
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.infrastructure_errors import DatabaseFailure
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.postgres import postgres_engine
 

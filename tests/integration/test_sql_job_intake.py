@@ -18,8 +18,8 @@ from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.job_intake import SqlJobIntake
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Job, JobStatus
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.migrations import upgrade
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
-from firmsift.domain.errors import QueueUnavailable
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 

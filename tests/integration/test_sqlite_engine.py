@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from firmsift.adapters.sql.engine import SQLITE_CACHE_KIB, in_transaction, make_engine
-from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable
+from firmsift.ports.infrastructure_errors import DatabaseFailure, DatabaseUnavailable
 
 
 def test_transactions_of_one_process_take_turns_on_one_connection(tmp_path: Path) -> None:

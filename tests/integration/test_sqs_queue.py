@@ -16,8 +16,9 @@ from botocore.config import Config
 from botocore.stub import Stubber
 
 from firmsift.adapters.sqs.queue import SqsQueue, SqsReplyPublisher
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable, StaleReceipt
+from firmsift.domain.errors import StaleReceipt
 from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 from tests.support.processes import refusing_port
 from tests.support.sqs_emulator import (
     emulator_queue_url,

@@ -30,7 +30,7 @@ from firmsift.entrypoints.logs import JsonFormatter
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.startup_errors import startup_error_line
 from firmsift.entrypoints.unknown_variables import OTHER_VARIABLES, known_variables, unknown_variable_warnings
-from firmsift.ports.database_errors import DatabaseUnavailable, InvalidDatabaseUrl
+from firmsift.ports.infrastructure_errors import DatabaseUnavailable, InvalidDatabaseUrl
 from tests.support.postgres import postgres_engine
 from tests.support.processes import refusing_port
 

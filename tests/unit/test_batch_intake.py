@@ -13,9 +13,9 @@ from firmsift.adapters.memory.batches import InMemoryBatches
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.batches import InputRow
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable
 from firmsift.domain.model import JobStatus
 from firmsift.domain.normalize import normalize_domain
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 from firmsift.services.batch_intake import NOT_QUEUED, RecordBatchThenPublish, SubmitBatch, submit_batch
 
 pytestmark = pytest.mark.anyio

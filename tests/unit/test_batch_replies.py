@@ -13,9 +13,9 @@ from firmsift.adapters.memory.batches import InMemoryBatches
 from firmsift.adapters.memory.queue import InMemoryReplyPublisher
 from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.domain.batches import Batch, BatchPlan, InputRow
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus, Source
 from firmsift.domain.normalize import normalize_domain
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from firmsift.services.batches import BatchReplies, cancel_batch
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from firmsift.domain.model import Answer, DomainResult, Job, JobStatus, ResultSt
 from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
-from firmsift.ports.database_errors import DatabaseReadOnly
+from firmsift.ports.infrastructure_errors import DatabaseReadOnly
 from firmsift.services.process import process_job
 from tests.support.virtual_time import VIRTUAL_TIME_BACKEND, loop_clock
 

@@ -10,9 +10,9 @@ import pytest
 
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.domain.errors import QueuePartlySent
 from firmsift.domain.model import Job, JobStatus
 from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.ports.infrastructure_errors import QueuePartlySent
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 
 pytestmark = pytest.mark.anyio

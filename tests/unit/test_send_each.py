@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from firmsift.adapters.memory.queue import InMemoryQueue
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable
-from firmsift.domain.work_messages import OutgoingMessage, send_each
+from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
+from firmsift.ports.queue import send_each
 
 pytestmark = pytest.mark.anyio
 MESSAGES = [OutgoingMessage(f"m{i}", group_id=f"g{i}", dedup_id=f"d{i}") for i in range(5)]

@@ -16,7 +16,6 @@ from firmsift.domain.errors import (
     InvalidDomains,
     InvalidRequest,
     JobNotFound,
-    QueueUnavailable,
     TooManyDomains,
     UnknownClassifier,
 )
@@ -24,6 +23,7 @@ from firmsift.domain.idempotency import IdempotencyKeyReused
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import JobStatus
 from firmsift.domain.reply_queues import ReplyQueueNotAllowed
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from firmsift.services.submit import RecordThenPublish, Submission, SubmitJob, find_job, parse_job_id, submit_job
 
 pytestmark = pytest.mark.anyio

@@ -13,13 +13,13 @@ import pytest
 from firmsift.adapters.memory.providers import ScriptedLLM
 from firmsift.adapters.memory.queue import InMemoryQueue
 from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.job_document import reply_dedup_id
 from firmsift.domain.model import Job, JobStatus
 from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.loop import Worker
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from tests.support.virtual_time import VIRTUAL_TIME_BACKEND, loop_clock
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from firmsift.ports.database_errors import DatabaseFailure, DatabaseUnavailable, InvalidDatabaseUrl
+from firmsift.ports.infrastructure_errors import DatabaseFailure, DatabaseUnavailable, InvalidDatabaseUrl
 
 
 @contextlib.contextmanager

@@ -12,10 +12,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.domain.model import Job
 from firmsift.domain.work_messages import job_message
 from firmsift.machinery.group_commit import GroupCommit
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 
 JOBS_PER_TRANSACTION = 64
 # Expired dedup ids are garbage the dedup check already ignores, and a purge reads every dedup id

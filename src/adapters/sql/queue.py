@@ -30,8 +30,8 @@ from firmsift.adapters.sql.queue_send_statements import (
     purge_expired_dedup_ids,
 )
 from firmsift.domain.errors import StaleReceipt
-from firmsift.domain.work_messages import OutgoingMessage, send_each
-from firmsift.ports.queue import MAX_BATCH, QueueMessage
+from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.ports.queue import MAX_BATCH, QueueMessage, send_each
 
 _SHORTEST_PAUSE = 0.01  # floor on a long-poll pause, so clock jitter cannot turn it into a spin
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from firmsift.adapters.sql.queue_doorbell import doorbell_for
 from firmsift.adapters.sql.queue_send_statements import insert_message
-from firmsift.domain.errors import QueueUnavailable
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 
 T = TypeVar("T")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import ExceptionContext
 
-from firmsift.ports.database_errors import DatabaseReadOnly
+from firmsift.ports.infrastructure_errors import DatabaseReadOnly
 
 SQLITE_READONLY = 8  # SQLite's primary result code; its extended codes keep it in their low byte
 WAL_FILES = ("-wal", "-shm")

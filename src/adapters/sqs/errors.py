@@ -15,7 +15,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from firmsift.domain.errors import QueueUnavailable
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 
 _CODE_PREFIX = "AWS.SimpleQueueService."  # the query-protocol spelling botocore may report
 MISSING_QUEUE = frozenset({"QueueDoesNotExist", "NonExistentQueue"})

@@ -34,8 +34,9 @@ from firmsift.adapters.sqs.errors import (
     sqs_error_codes,
     sqs_errors,
 )
-from firmsift.domain.errors import QueuePartlySent, QueueUnavailable, StaleReceipt
+from firmsift.domain.errors import StaleReceipt
 from firmsift.domain.work_messages import OutgoingMessage
+from firmsift.ports.infrastructure_errors import QueuePartlySent, QueueUnavailable
 from firmsift.ports.queue import MAX_BATCH, QueueMessage
 
 T = TypeVar("T")

@@ -32,7 +32,7 @@ from firmsift.entrypoints.wiring.llm_credentials import require_llm_credentials
 from firmsift.entrypoints.wiring.runtime import run_worker, start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.admin import Admin
-from firmsift.ports.database_errors import DatabaseReadOnly
+from firmsift.ports.infrastructure_errors import DatabaseReadOnly
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 
 from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.domain.errors import QueueUnavailable
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from firmsift.services.admin import Admin
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 

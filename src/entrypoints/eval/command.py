@@ -33,7 +33,7 @@ from firmsift.entrypoints.eval.progress import ProgressBar
 from firmsift.entrypoints.eval.report import summary_table, write_reports
 from firmsift.entrypoints.wiring.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY, uses_direct_llm_client
 from firmsift.entrypoints.settings import ConfigurationError, Settings
-from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
+from firmsift.ports.infrastructure_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.services.evaluation_precheck import LiveSiteStatuses, ReplayedSiteStatuses, SiteStatuses
 from firmsift.services.evaluation_run import (
     Candidate,

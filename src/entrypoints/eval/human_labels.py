@@ -11,7 +11,7 @@ from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.wiring.database_file import database_to_create
 from firmsift.entrypoints.eval.inputs import EvalInputError
 from firmsift.entrypoints.settings import ConfigurationError
-from firmsift.ports.database_errors import DatabaseFailure, InvalidDatabaseUrl
+from firmsift.ports.infrastructure_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.services.human_answers import all_human_answers
 
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from firmsift.domain.errors import InvalidRequest, QueueUnavailable, Rejection
+from firmsift.domain.errors import InvalidRequest, Rejection
 from firmsift.domain.job_document import accepted_document, job_document, warned
 from firmsift.domain.model import JobStatus
 from firmsift.entrypoints.check_results import counts_as_ready
@@ -25,7 +25,7 @@ from firmsift.entrypoints.http.contract.validation import validated
 from firmsift.entrypoints.http.errors import BackendUnavailable
 from firmsift.entrypoints.http.json_body import read_json_body
 from firmsift.entrypoints.settings import Settings
-from firmsift.ports.database_errors import DatabaseFailure
+from firmsift.ports.infrastructure_errors import DatabaseFailure, QueueUnavailable
 from firmsift.services.api import Api
 from firmsift.services.submit import SubmitJob
 

@@ -15,7 +15,6 @@ from firmsift.domain.errors import (
     FirmsiftError,
     InvalidRequest,
     JobNotFound,
-    QueueUnavailable,
     TooManyDomains,
     UnknownClassifier,
 )
@@ -24,7 +23,7 @@ from firmsift.domain.idempotency import IdempotencyKeyReused
 from firmsift.domain.keys import InvalidApiKey, NotAuthenticated
 from firmsift.domain.reply_queues import ReplyQueueNotAllowed
 from firmsift.entrypoints.http.rate_limit import RateLimited
-from firmsift.ports.database_errors import DatabaseFailure, DatabaseReadOnly
+from firmsift.ports.infrastructure_errors import DatabaseFailure, DatabaseReadOnly, QueueUnavailable
 
 log = logging.getLogger(__name__)
 MAX_ECHOED_VALUE = 200  # an offending value is echoed back, but never a megabyte of it

@@ -12,9 +12,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from firmsift.domain.batches import BatchCancelledAlready
-from firmsift.domain.errors import QueueUnavailable
 from firmsift.entrypoints.web.site import Site, Visitor
 from firmsift.ports.batches import BatchStore
+from firmsift.ports.infrastructure_errors import QueueUnavailable
 from firmsift.ports.queue import WorkQueue
 from firmsift.services.batch_retry import retry_failed_rows
 from firmsift.services.batches import BatchReplies, cancel_batch, find_batch

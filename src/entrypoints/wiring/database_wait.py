@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.ports.database_errors import DatabaseUnavailable
+from firmsift.ports.infrastructure_errors import DatabaseUnavailable
 
 FIRST_DELAY = 0.5
 MAX_DELAY = 15.0

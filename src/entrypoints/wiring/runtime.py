@@ -14,7 +14,7 @@ from firmsift.entrypoints.wiring.database_wait import upgrade_and_say
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
 from firmsift.entrypoints.worker.probe import worker_probe
-from firmsift.ports.database_errors import InvalidDatabaseUrl
+from firmsift.ports.infrastructure_errors import InvalidDatabaseUrl
 from firmsift.services.provider_batches import run_provider_batches
 
 

@@ -14,7 +14,7 @@ from firmsift.domain.clock import Clock
 from firmsift.domain.errors import StaleReceipt
 from firmsift.domain.model import Job
 from firmsift.domain.work_messages import job_message
-from firmsift.ports.database_errors import DatabaseFailure, DatabaseReadOnly
+from firmsift.ports.infrastructure_errors import DatabaseFailure, DatabaseReadOnly
 from firmsift.ports.queue import MAX_BATCH, QueueMessage, ReplyPublisher, WorkQueue
 from firmsift.services.dead_letters import fail_dead_lettered, job_id_of
 from firmsift.services.job_replies import reply_to_job

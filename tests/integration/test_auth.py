@@ -15,9 +15,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey, digest_of
-from firmsift.entrypoints.cli import serve_command
+from firmsift.entrypoints.wiring import serving as serve_command
 from firmsift.entrypoints.cli.classify_command import run_classify
-from firmsift.entrypoints.cli.command_errors import CommandError
+from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli.main import build_parser
 from firmsift.entrypoints.wiring.runtime import start_container

@@ -16,7 +16,7 @@ from firmsift.adapters.firmsift_api_client import HttpJobsApi
 from firmsift.entrypoints.cli.classify_client import OrderedClassifier
 from firmsift.entrypoints.cli.classify_command import run_classify
 from firmsift.entrypoints.cli.classify_rows import CsvRowWriter, Row, answer_column_names, read_row
-from firmsift.entrypoints.cli.command_errors import CommandError
+from firmsift.entrypoints.command_errors import CommandError
 from firmsift.ports.jobs_api import ClientError
 from tests.support.fake_api_server import FakeApi
 

@@ -9,7 +9,7 @@ from firmsift.domain.batches import Batch, BatchRow
 from firmsift.domain.clock import utc_now
 from firmsift.domain.human_answers import HumanAnswer
 from firmsift.domain.model import DomainResult, Evidence, KnownCompany, QuoteStatus, ResultStatus, Source
-from firmsift.entrypoints.cli.serve_command import web_address
+from firmsift.entrypoints.wiring.serving import web_address
 from firmsift.entrypoints.web.rows import review_reasons, row_view
 
 BATCH = Batch(id="b", classifier="cpg", created_at=utc_now(), columns=("Name", "Site"))

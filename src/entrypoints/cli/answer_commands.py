@@ -13,7 +13,7 @@ from firmsift.domain.errors import InvalidRequest, UnknownClassifier
 from firmsift.domain.human_answer_documents import CSV_COLUMNS, csv_cells, csv_header, csv_line, human_answer_document
 from firmsift.domain.clock import utc_now
 from firmsift.domain.human_answers import HumanAnswer, parse_answer_word, read_human_answer
-from firmsift.entrypoints.cli.command_errors import CommandError
+from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.files.csv_files import CsvFileError, read_csv_records
 from firmsift.services.human_answers import all_human_answers, correct_answer, known_classifier, undo_correction
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from firmsift.domain.errors import FirmsiftError
 from firmsift.entrypoints.cli.batch_lookup import operator_batch
-from firmsift.entrypoints.cli.command_errors import EXIT_OK, CommandError
+from firmsift.entrypoints.command_errors import EXIT_OK, CommandError
 from firmsift.services.batch_retry import retry_failed_rows
 from firmsift.services.batches import cancel_batch
 

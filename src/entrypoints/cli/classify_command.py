@@ -20,7 +20,7 @@ from firmsift.entrypoints.cli.classify_batches import submit_batches, wait_for_b
 from firmsift.entrypoints.cli.classify_client import OrderedClassifier, Tally
 from firmsift.entrypoints.cli.classify_report import BatchProgress, ProgressLine, RowReporter
 from firmsift.entrypoints.cli.classify_rows import CsvRowWriter, JsonRowWriter, Row, read_row
-from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_UNANSWERED, EXIT_USAGE, CommandError
+from firmsift.entrypoints.command_errors import EXIT_OK, EXIT_UNANSWERED, EXIT_USAGE, CommandError
 from firmsift.entrypoints.files.csv_files import CsvFileError
 from firmsift.entrypoints.files.csv_stream import COLUMN_GUESSES, CsvFormat, CsvReader, detect_format, find_column
 from firmsift.ports.jobs_api import BatchesApi, BatchesMissing, ClientError

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from firmsift.adapters.firmsift_estimate_client import estimate_batch
 from firmsift.domain.estimates import spelled_duration
-from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE, CommandError
+from firmsift.entrypoints.command_errors import EXIT_OK, EXIT_USAGE, CommandError
 from firmsift.entrypoints.files.csv_files import CsvFileError
 from firmsift.entrypoints.files.csv_stream import COLUMN_GUESSES, CsvReader, detect_format, find_column
 from firmsift.ports.jobs_api import BatchRefused, ClientError

@@ -1,4 +1,5 @@
-"""What each `firmsift` command does, once main.py has parsed its arguments: the dispatch to each."""
+"""What each `firmsift` command does once main.py has parsed its arguments: a table of small
+functions of the parsed arguments, each given what it needs by the wiring (wiring/roles.py)."""
 
 from __future__ import annotations
 
@@ -7,111 +8,135 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from firmsift.entrypoints.cli.answer_commands import run_answers
-from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
-from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
-from firmsift.entrypoints.cli.company_import import read_company_rows
-from firmsift.entrypoints.wiring.config_summary import announce_new_database, log_effective_configuration
-from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.files.csv_files import CsvFileError
-from firmsift.entrypoints.wiring.database_file import database_to_create
-from firmsift.entrypoints.wiring.database_wait import DatabaseUnreachable, migrate_when_reachable
-from firmsift.entrypoints.cli.db_arguments import NEEDS_NO_DATABASE
-from firmsift.entrypoints.cli.db_commands import run_db, run_db_offline
-from firmsift.entrypoints.cli.key_commands import run_keys
-from firmsift.entrypoints.cli.queue_commands import dead_letters, declared_queues, read_replies
 from firmsift.entrypoints.cli.batch_commands import run_batch
+from firmsift.entrypoints.cli.company_import import read_company_rows
+from firmsift.entrypoints.cli.db_arguments import NEEDS_NO_DATABASE
+from firmsift.entrypoints.cli.db_commands import run_db
 from firmsift.entrypoints.cli.forget_command import run_forget
-from firmsift.entrypoints.cli.refresh_command import run_refresh
+from firmsift.entrypoints.cli.key_commands import run_keys
 from firmsift.entrypoints.cli.process_group import ProcessGroup
+from firmsift.entrypoints.cli.queue_commands import dead_letters, declared_queues, read_replies
+from firmsift.entrypoints.cli.refresh_command import run_refresh
 from firmsift.entrypoints.cli.scale_out import worker_copies
-from firmsift.entrypoints.cli.serve_command import serve, serve_copies
-from firmsift.entrypoints.wiring.llm_credentials import require_llm_credentials
-from firmsift.entrypoints.wiring.runtime import run_worker, start_container
+from firmsift.entrypoints.cli.serve_command import serve_copies
+from firmsift.entrypoints.command_errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
+from firmsift.entrypoints.files.csv_files import CsvFileError
+from firmsift.entrypoints.http.auth import UnsafeAuthSetting, auth_required
 from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.wiring.config_summary import announce_new_database, log_effective_configuration
+from firmsift.entrypoints.wiring.database_file import database_to_create
+from firmsift.entrypoints.wiring.llm_credentials import require_llm_credentials
+from firmsift.entrypoints.wiring.roles import Roles, started, without_database
 from firmsift.services.admin import Admin
-from firmsift.ports.infrastructure_errors import DatabaseReadOnly
+
+Command = Callable[[argparse.Namespace], int]
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    if args.command == "eval":
-        from firmsift.entrypoints.eval.command import run_eval  # litellm and the report code: only here
+    return COMMANDS[args.command](args)
 
-        return run_eval(args)
-    if args.command == "llm":
-        from firmsift.entrypoints.cli.llm_check import run_llm_check  # imports litellm: only here
 
-        return run_llm_check(args)
-    if args.command == "queues":
-        queues = Container(settings=Settings())
-        try:
-            return declared_queues(queues, apply=args.queues_command == "ensure")
-        finally:
-            queues.shutdown_resources()
-    if args.command == "db" and args.db_command in NEEDS_NO_DATABASE:
-        return run_db_offline(args)
-    settings = Settings()
-    if args.command == "worker":
-        require_llm_credentials(settings)
-    if args.command in ("serve", "api"):
-        try:  # an unsafe setting is refused before any database work (a wait, a new file)
-            auth_required(settings.auth, args.host)
-        except UnsafeAuthSetting as error:
-            print(f"firmsift: {error}", file=sys.stderr)
-            return EXIT_USAGE
+def _eval(args: argparse.Namespace) -> int:
+    from firmsift.entrypoints.eval.command import run_eval  # litellm and the report code: only here
+
+    return run_eval(args)
+
+
+def _llm(args: argparse.Namespace) -> int:
+    from firmsift.entrypoints.cli.llm_check import run_llm_check  # imports litellm: only here
+
+    return run_llm_check(args)
+
+
+def _queues(args: argparse.Namespace) -> int:
+    roles = without_database(Settings())
+    try:
+        apply = args.queues_command == "ensure"
+        return declared_queues(roles.declared_queues(apply=apply), apply=apply)
+    finally:
+        roles.close()
+
+
+@contextlib.contextmanager
+def _on_the_database(args: argparse.Namespace, settings: Settings, *, migrate: bool) -> Iterator[Roles]:
+    """The command's roles on the configured database: a new database file is created only where
+    the command may create one (and then announced); closed when the command ends."""
     new_database = database_to_create(settings, args.command)  # refuses to create one by mistake
-    # `db upgrade` applies the migrations itself, so it can say which ones it applied; the
-    # long-running processes wait for a database that is not up yet, then migrate.
-    long_running = args.command in ("serve", "api", "worker")
-    container = start_container(settings, migrate=args.command != "db" and not long_running)
+    roles = started(settings, migrate=migrate)
     if new_database is not None:
         announce_new_database(new_database)
-    if long_running:
-        log_effective_configuration(settings, args.command, getattr(args, "host", None))
     try:
-        if long_running:
-            try:
-                migrate_when_reachable(container)
-            except (DatabaseUnreachable, DatabaseReadOnly) as error:
-                # Read-only: refused before SQLite opens the file; exit 1, as for a database away.
-                raise CommandError(str(error)) from None
+        yield roles
+    finally:
+        roles.close()
+
+
+def _operator(run: Callable[[Admin, argparse.Namespace], int]) -> Command:
+    """A command of the operator's (keys, answers, ...): the schema brought up to date first."""
+    def command(args: argparse.Namespace) -> int:
+        with _on_the_database(args, Settings(), migrate=True) as roles:
+            return run(roles.admin(), args)
+
+    return command
+
+
+def _db(args: argparse.Namespace) -> int:
+    """`db upgrade` applies the migrations itself, so it can say which ones it applied."""
+    if args.db_command in NEEDS_NO_DATABASE:
+        roles = without_database(Settings())
+        try:
+            return run_db(roles.revisions(), args)
+        finally:
+            roles.close()
+    with _on_the_database(args, Settings(), migrate=False) as roles:
+        return run_db(roles.revisions(), args)
+
+
+def _replies(args: argparse.Namespace) -> int:
+    with _on_the_database(args, Settings(), migrate=True) as roles:
+        if roles.settings.queue_backend != "db":
+            raise CommandError("`firmsift replies` reads the embedded backend's reply queues; with SQS, "
+                               "read the reply queue with your own SQS consumer")
+        return asyncio.run(read_replies(roles.replies(args.queue), args.queue, args.max, args.wait, args.keep))
+
+
+@contextlib.contextmanager
+def _long_running(args: argparse.Namespace, settings: Settings) -> Iterator[Roles]:
+    """`serve`, `api` and `worker`: they wait for a database that is not up yet, then migrate it."""
+    with _on_the_database(args, settings, migrate=False) as roles:
+        log_effective_configuration(settings, args.command, getattr(args, "host", None))
+        roles.wait_for_database()
+        yield roles
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """`serve` (the API with a worker beside it) and `api`."""
+    settings = Settings()
+    try:  # an unsafe setting is refused before any database work (a wait, a new file)
+        auth_required(settings.auth, args.host)
+    except UnsafeAuthSetting as error:
+        print(f"firmsift: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    with _long_running(args, settings) as roles:
         if args.command == "api" and args.workers > 1:
             return serve_copies(settings, args.host, args.port, args.workers)
-        if args.command in ("serve", "api"):
-            return serve(container, args.host, args.port, with_worker=args.command == "serve",
-                         listen_fd=getattr(args, "listen_fd", None))
-        if args.command == "worker" and args.processes > 1:
+        return roles.serve(args.host, args.port, with_worker=args.command == "serve",
+                           listen_fd=getattr(args, "listen_fd", None))
+
+
+def _worker(args: argparse.Namespace) -> int:
+    settings = Settings()
+    require_llm_credentials(settings)
+    with _long_running(args, settings) as roles:
+        if args.processes > 1:
             return ProcessGroup(worker_copies(settings, args.processes),
                                 grace_seconds=settings.shutdown_grace_seconds).run_until_signalled()
-        if args.command == "worker":
-            asyncio.run(_worker_until_signalled(container))
-            return EXIT_OK
-        if args.command == "companies":
-            return import_companies(container.admin(), args.file)
-        if args.command == "replies":
-            if container.settings().queue_backend != "db":
-                raise CommandError("`firmsift replies` reads the embedded backend's reply queues; with SQS, "
-                                   "read the reply queue with your own SQS consumer")
-            return asyncio.run(read_replies(container, args.queue, args.max, args.wait, args.keep))
-        if args.command == "dlq":
-            return asyncio.run(dead_letters(container.admin(), args.dlq_command, args.max))
-        if args.command == "keys":
-            return run_keys(container.admin(), args)
-        if args.command == "answers":
-            return run_answers(container.admin(), args)
-        if args.command == "refresh":
-            return run_refresh(container.admin(), args)
-        if args.command == "forget":
-            return run_forget(container.admin(), args)
-        if args.command == "batch":
-            return run_batch(container.admin(), args)
-        if args.command == "db":
-            return run_db(container, args)
-        raise AssertionError(f"unhandled command {args.command}")
-    finally:
-        container.shutdown_resources()
+        asyncio.run(_worker_until_signalled(roles))
+        return EXIT_OK
 
 
 def install_stop_signals(stop: asyncio.Event) -> None:
@@ -121,13 +146,14 @@ def install_stop_signals(stop: asyncio.Event) -> None:
             loop.add_signal_handler(sig, stop.set)
 
 
-async def _worker_until_signalled(container: Container) -> None:
+async def _worker_until_signalled(roles: Roles) -> None:
     stop = asyncio.Event()
     install_stop_signals(stop)
-    await run_worker(container, stop, probe=True)
+    await roles.run_worker(stop)
 
 
-def import_companies(admin: Admin, path: Path) -> int:
+def import_companies(admin: Admin, args: argparse.Namespace) -> int:
+    path: Path = args.file
     try:
         rows = read_company_rows(path)
     except CsvFileError as error:
@@ -139,3 +165,24 @@ def import_companies(admin: Admin, path: Path) -> int:
     return EXIT_FAILURE if rows.problems else EXIT_OK
 
 
+def _dead_letters(admin: Admin, args: argparse.Namespace) -> int:
+    return asyncio.run(dead_letters(admin, args.dlq_command, args.max))
+
+
+COMMANDS: dict[str, Command] = {
+    "serve": _serve,
+    "api": _serve,
+    "worker": _worker,
+    "eval": _eval,
+    "llm": _llm,
+    "queues": _queues,
+    "db": _db,
+    "replies": _replies,
+    "companies": _operator(import_companies),
+    "dlq": _operator(_dead_letters),
+    "keys": _operator(run_keys),
+    "answers": _operator(run_answers),
+    "refresh": _operator(run_refresh),
+    "forget": _operator(run_forget),
+    "batch": _operator(run_batch),
+}

@@ -5,33 +5,28 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from firmsift.adapters.sql.migrations import Migration, current_revision, downgrade, history, offline_sql
-from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.cli.command_errors import EXIT_OK
+from firmsift.entrypoints.command_errors import EXIT_OK
+from firmsift.ports.schema import Revision, SchemaRevisions
 
 
-def run_db_offline(args: argparse.Namespace) -> int:
-    """`db history` and `db sql`: answered from the revisions alone."""
+def run_db(revisions: SchemaRevisions, args: argparse.Namespace) -> int:
+    """`db history` and `db sql`, answered from the revisions alone; `db upgrade`, `db downgrade
+    REVISION` and `db current` on the configured database."""
     if args.db_command == "history":
-        print(_listing(history()))
-    else:
-        print(offline_sql(args.dialect, args.start), end="")
-    return EXIT_OK
-
-
-def run_db(container: Container, args: argparse.Namespace) -> int:
-    """`db upgrade`, `db downgrade REVISION` and `db current` on the configured database."""
-    if args.db_command == "upgrade":
-        applied = container.migrate()
+        print(_listing(revisions.history()))
+    elif args.db_command == "sql":
+        print(revisions.offline_sql(args.dialect, args.start), end="")
+    elif args.db_command == "upgrade":
+        applied = revisions.upgrade()
         print(f"applied {len(applied)} revision(s)" + _listing(applied, indent="\n  "))
     elif args.db_command == "downgrade":
-        undone = downgrade(container.engine(), args.revision)
+        undone = revisions.downgrade(args.revision)
         print(f"undid {len(undone)} revision(s)" + _listing(undone, indent="\n  "))
     else:
-        print(current_revision(container.engine()) or "none: no revision applied")
+        print(revisions.current() or "none: no revision applied")
     return EXIT_OK
 
 
-def _listing(migrations: Sequence[Migration], indent: str = "") -> str:
-    lines = [f"{m.version:04d} {m.name}" for m in migrations]
+def _listing(revisions: Sequence[Revision], indent: str = "") -> str:
+    lines = [f"{r.version:04d} {r.name}" for r in revisions]
     return "".join(indent + line for line in lines) if indent else "\n".join(lines)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from firmsift.domain.errors import FirmsiftError, InvalidRequest
 from firmsift.entrypoints.cli.batch_lookup import operator_batch
-from firmsift.entrypoints.cli.command_errors import EXIT_OK, CommandError
+from firmsift.entrypoints.command_errors import EXIT_OK, CommandError
 from firmsift.services.forget import ForgetAnswers, forget_answers
 
 if TYPE_CHECKING:  # the use-cases only when the command runs

@@ -13,7 +13,7 @@ from firmsift.domain.budgets import parse_limit
 from firmsift.domain.errors import InvalidRequest
 from firmsift.services.budgets import KeySpend, set_daily_limit
 from firmsift.services.keys import create_key, revoke_key
-from firmsift.entrypoints.cli.command_errors import EXIT_OK, EXIT_USAGE
+from firmsift.entrypoints.command_errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # cli.py imports this module for its parser: keep `firmsift --help` instant
     from firmsift.services.admin import Admin

@@ -9,22 +9,32 @@ import secrets
 import sys
 import time
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
-from typing import TYPE_CHECKING
-
-from firmsift.adapters.llm.endpoint import api_base_host, is_local_api_base
 from firmsift.domain.model import ResultStatus
 from firmsift.entrypoints.logs import configure_logging
 from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.ports.providers import LLM
 from firmsift.services.asking import ask_llm
-from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK
+from firmsift.entrypoints.command_errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
     from firmsift.domain.model import Answer, Classifier, Completion
-    from firmsift.ports.providers import LLM, Pricing
+    from firmsift.ports.providers import Pricing
 
 DEFAULT_DOMAIN = "unilever.com"
+
+
+class _Mode(Protocol):
+    @property
+    def label(self) -> str: ...
+
+
+class NegotiatingLLM(LLM, Protocol):
+    """The LLM adapter as the check reports it: the response format it asks in, which changes
+    when the server refuses one (adapters/llm: format negotiation)."""
+
+    mode: _Mode
 
 
 def add_llm_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,24 +52,20 @@ def add_llm_parser(commands: argparse._SubParsersAction) -> None:  # type: ignor
 
 
 def run_llm_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from firmsift.entrypoints.wiring.container import Container  # the wiring: only when the check runs
+    from firmsift.entrypoints.wiring.roles import without_database  # the wiring: only when the check runs
 
     settings = Settings()
     configure_logging(settings.log_level)
-    container = Container(settings=settings)
-    catalog = container.catalog()
+    probe = without_database(settings).llm_probe()
+    catalog = probe.catalog
     if args.classifier not in catalog:
         raise ConfigurationError(f"no classifier named {args.classifier!r} (configured: {', '.join(sorted(catalog))})")
-    llm = container.llm()  # the adapter itself: one call, no retry, so a failure shows its own cause
-    host = api_base_host(settings.llm_api_base)
-    where = f"{host} ({'local' if is_local_api_base(settings.llm_api_base) else 'remote'})" if host \
-        else "the provider's default endpoint"
+    llm = cast("NegotiatingLLM", probe.llm)  # the adapter itself: one call, no retry, so a failure shows its own cause
     print(f"model:           {settings.llm_model}", file=out)
-    print(f"API base:        {where}", file=out)
+    print(f"API base:        {probe.endpoint}", file=out)
     asked_first = llm.mode
     started = time.monotonic()
-    answer, completion = asyncio.run(_ask(llm, container.pricing(), catalog[args.classifier], args.domain,
-                                          container.http_clients()))
+    answer, completion = asyncio.run(_ask(llm, probe.pricing, catalog[args.classifier], args.domain, probe.clients))
     elapsed = time.monotonic() - started
     if completion is not None:
         fell_back = f" (after {asked_first.label} was refused)" if llm.mode != asked_first else ""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from firmsift.domain.errors import FirmsiftError
-from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CommandError
+from firmsift.entrypoints.command_errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CommandError
 from firmsift.entrypoints.cli.answer_commands import add_answers_parser
 from firmsift.entrypoints.eval.arguments import add_eval_parser
 from firmsift.entrypoints.cli.key_commands import add_keys_parser

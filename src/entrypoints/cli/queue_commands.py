@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import sys
 
-from firmsift.entrypoints.cli.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
-from firmsift.entrypoints.wiring.container import Container
-from firmsift.ports.infrastructure_errors import QueueUnavailable
+from firmsift.entrypoints.command_errors import EXIT_FAILURE, EXIT_OK, CommandError
+from firmsift.ports.reply_reading import ReplyReading
 from firmsift.services.admin import Admin
 from firmsift.services.dead_letters import DEAD_LETTER_ERROR, redrive_dead_lettered
 
 
-async def read_replies(container: Container, queue_name: str, limit: int, wait: float, keep: bool) -> int:
-    queue = container.reply_reader(queue_name)
+async def read_replies(queue: ReplyReading, queue_name: str, limit: int, wait: float, keep: bool) -> int:
     messages = await queue.read_messages(limit=limit, wait_seconds=wait, consume=not keep)
     for message in messages:
         print(message.body)
@@ -22,13 +20,8 @@ async def read_replies(container: Container, queue_name: str, limit: int, wait: 
     return EXIT_OK
 
 
-def declared_queues(container: Container, *, apply: bool) -> int:
-    from firmsift.adapters.sqs.queue_spec import QueueSpecError
-
-    try:
-        report = container.declared_queues(apply=apply)
-    except (QueueSpecError, OSError, QueueUnavailable) as error:  # QueueUnavailable: SQS unreachable or refusing
-        raise CommandError(str(error)) from None
+def declared_queues(report: list[str], *, apply: bool) -> int:
+    """Print the declared queues' report; exit 1 when checking found a queue out of line."""
     for line in report:
         print(line)
     in_sync = all(line.endswith("in sync") for line in report)

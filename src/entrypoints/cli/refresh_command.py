@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from firmsift.services.refresh import refresh_stale_answers
-from firmsift.entrypoints.cli.command_errors import EXIT_OK
+from firmsift.entrypoints.command_errors import EXIT_OK
 
 if TYPE_CHECKING:  # the use-cases only when the command runs
     from firmsift.services.admin import Admin

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from firmsift.adapters.firmsift_batches_client import classify_api
 from firmsift.entrypoints.cli.batch_state import RunState, load_state, save_state, saved_for_another_run, state_path
 from firmsift.entrypoints.cli.classify_batches import submit_batches, wait_for_batches, write_results
 from firmsift.entrypoints.cli.classify_client import OrderedClassifier, Tally
@@ -23,6 +22,7 @@ from firmsift.entrypoints.cli.classify_rows import CsvRowWriter, JsonRowWriter, 
 from firmsift.entrypoints.command_errors import EXIT_OK, EXIT_UNANSWERED, EXIT_USAGE, CommandError
 from firmsift.entrypoints.files.csv_files import CsvFileError
 from firmsift.entrypoints.files.csv_stream import COLUMN_GUESSES, CsvFormat, CsvReader, detect_format, find_column
+from firmsift.entrypoints.wiring.remote_api import RemoteFirmsift
 from firmsift.ports.jobs_api import BatchesApi, BatchesMissing, ClientError
 
 # Column names tried, in order, when --column is not given.
@@ -74,8 +74,8 @@ def run_classify(args: argparse.Namespace) -> int:
     try:
         with contextlib.ExitStack() as stack:
             api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
-            api = stack.enter_context(classify_api(
-                args.api, args.classifier, api_key=api_key, retry_delay=args.retry_delay,
+            api = stack.enter_context(RemoteFirmsift(args.api, api_key).batches(
+                args.classifier, retry_delay=args.retry_delay,
                 on_unreachable=lambda message: print(f"firmsift: {message}", file=sys.stderr, flush=True)))
             if args.csv_file is None:
                 tally = _run_jobs(args, api, None, ["domain"], _argument_rows(args), part, "argument", progress)

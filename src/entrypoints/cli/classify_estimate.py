@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from firmsift.adapters.firmsift_estimate_client import estimate_batch
 from firmsift.domain.estimates import spelled_duration
 from firmsift.entrypoints.command_errors import EXIT_OK, EXIT_USAGE, CommandError
 from firmsift.entrypoints.files.csv_files import CsvFileError
 from firmsift.entrypoints.files.csv_stream import COLUMN_GUESSES, CsvReader, detect_format, find_column
+from firmsift.entrypoints.wiring.remote_api import RemoteFirmsift
 from firmsift.ports.jobs_api import BatchRefused, ClientError
 
 ARGUMENT_COLUMN = "domain"  # the column domains given as arguments are sent in
@@ -29,8 +29,9 @@ def run_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
         column, header, rows = _csv_rows(args)
         api_key = args.api_key or os.environ.get("FIRMSIFT_API_KEY")
-        parts = estimate_in_parts(lambda body: estimate_batch(args.api, classifier=args.classifier, column=column,
-                                                              csv_body=body, api_key=api_key), header, rows)
+        remote = RemoteFirmsift(args.api, api_key)
+        parts = estimate_in_parts(lambda body: remote.estimate(classifier=args.classifier, column=column,
+                                                               csv_body=body), header, rows)
     except (ClientError, CsvFileError) as error:
         raise CommandError(str(error)) from None
     out.write(estimate_text(added_up(parts)))

@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -20,25 +19,12 @@ from firmsift.entrypoints.cli.classify_command import run_classify
 from firmsift.entrypoints.command_errors import CommandError
 from firmsift.entrypoints.http.auth import UnsafeAuthSetting
 from firmsift.entrypoints.cli.main import build_parser
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key, revoke_key
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'auth.db'}", auth="required",
-                                         rate_limit_per_minute=0, max_header_bytes=4096))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:
-    with TestClient(container.api(), raise_server_exceptions=False) as client:
-        yield client
+pytestmark = pytest.mark.container(auth="required", rate_limit_per_minute=0, max_header_bytes=4096)
 
 
 def new_key(container, name: str = "team", *queues: str) -> IssuedKey:
@@ -111,16 +97,14 @@ def test_reply_queues_are_limited_to_the_keys_list(client: TestClient, container
     assert post(client, bearer(bare)).status_code == 202  # no reply queue needs no permission
 
 
-def test_the_rate_limit_is_per_key_with_retry_after(tmp_path: Path) -> None:
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'rate.db'}", auth="required",
-                                         rate_limit_per_minute=3))
+def test_the_rate_limit_is_per_key_with_retry_after(make_container) -> None:
+    container = make_container(auth="required", rate_limit_per_minute=3)
     busy, calm = new_key(container, "busy"), new_key(container, "calm")
     with TestClient(container.api()) as client:
         statuses = [post(client, bearer(busy)).status_code for _ in range(3)]
         limited = client.get("/domains/classify/6f9619ff-8b86-d011-b42d-00c04fc964ff", headers=bearer(busy))
         assert post(client, bearer(calm)).status_code == 202
         assert client.get("/healthz").status_code == 200  # open routes are not counted
-    container.engine().dispose()
     assert statuses == [202, 202, 202]
     assert limited.status_code == 429 and error_of(limited)["code"] == "rate_limited"
     assert 1 <= int(limited.headers["retry-after"]) <= 20
@@ -142,17 +126,15 @@ def test_open_routes_need_no_key(client: TestClient) -> None:
     assert document["paths"]["/domains/classify"]["post"]["security"]
 
 
-def test_auto_requires_keys_off_loopback_and_off_is_refused_there(tmp_path: Path) -> None:
-    auto = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'a.db'}"))
+def test_auto_requires_keys_off_loopback_and_off_is_refused_there(make_container) -> None:
+    auto = make_container()
     with TestClient(auto.api(host="0.0.0.0")) as client:
         assert post(client, {}).status_code == 401
     with TestClient(auto.api(host="127.0.0.1")) as client:
         assert post(client, {}).status_code == 202
-    auto.engine().dispose()
-    off = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'o.db'}", auth="off"))
+    off = make_container(auth="off")
     with pytest.raises(UnsafeAuthSetting):
         off.api(host="0.0.0.0")
-    off.engine().dispose()
 
 
 def test_serve_passes_the_header_limit_to_uvicorn(container, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,9 +228,8 @@ def test_classify_sends_the_key_from_the_environment(monkeypatch: pytest.MonkeyP
     assert sent == ["Bearer fs_from_env"]
 
 
-def test_unknown_keys_are_limited_per_client_address(tmp_path: Path) -> None:
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'guess.db'}", auth="required",
-                                         auth_failures_per_minute=2))
+def test_unknown_keys_are_limited_per_client_address(make_container) -> None:
+    container = make_container(auth="required", auth_failures_per_minute=2)
     key = new_key(container)
     with TestClient(container.api(), client=("203.0.113.7", 40000)) as attacker, \
             TestClient(container.api(), client=("198.51.100.1", 40000)) as bystander:
@@ -256,7 +237,6 @@ def test_unknown_keys_are_limited_per_client_address(tmp_path: Path) -> None:
         refused = post(attacker, {"authorization": "Bearer fs_guess9"})
         valid_from_elsewhere = post(bystander, {"authorization": f"Bearer fs_guess{9}"}).status_code
         valid = post(bystander, bearer(key)).status_code
-    container.engine().dispose()
     assert guesses == [401, 401, 429]
     assert refused.status_code == 429 and error_of(refused)["code"] == "rate_limited"
     assert int(refused.headers["retry-after"]) >= 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,29 +19,11 @@ from firmsift.adapters.sql.tables import answers
 from firmsift.domain.clock import utc_now
 from firmsift.domain.estimates import MIN_SAMPLES
 from firmsift.domain.model import Answer, KnownCompany, ResultStatus, Source
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 
-@pytest.fixture
-def database(tmp_path: Path) -> Path:
-    return tmp_path / "api.db"
-
-
-@pytest.fixture
-def container(database: Path):
-    # Configured prices: the dry run prices without litellm's map (and so without a network or a key).
-    container = start_container(Settings(database_url=f"sqlite:///{database}", auth="required",
-                                         rate_limit_per_minute=0, llm_model="test-model",
-                                         llm_input_cost_per_million=1.0, llm_output_cost_per_million=4.0))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:
-    with TestClient(container.api(), raise_server_exceptions=False) as client:
-        yield client
+# Configured prices: the dry run prices without litellm's map (and so without a network or a key).
+pytestmark = pytest.mark.container(auth="required", rate_limit_per_minute=0, llm_model="test-model",
+                                   llm_input_cost_per_million=1.0, llm_output_cost_per_million=4.0)
 
 
 @pytest.fixture
@@ -124,43 +105,33 @@ def test_tokens_come_from_the_prompt_until_enough_answers_report_theirs(client: 
     assert second["wall_time"].startswith("unknown") and second["wall_time_seconds"] is None
 
 
-def test_the_wall_time_comes_from_the_stored_latencies_at_the_configured_pace(tmp_path: Path) -> None:
-    container = start_container(Settings(
-        database_url=f"sqlite:///{tmp_path / 'pace.db'}", auth="off", rate_limit_per_minute=0,
+def test_the_wall_time_comes_from_the_stored_latencies_at_the_configured_pace(make_container) -> None:
+    container = make_container(
+        database="pace.db", auth="off", rate_limit_per_minute=0,
         llm_input_cost_per_million=1.0, llm_output_cost_per_million=1.0, llm_concurrency=2, worker_jobs=1,
-        domain_concurrency=10, max_domains_per_job=4))
-    try:
-        version = container.catalog()["cpg"].prompt_version
-        store_answers(container, *(answer(f"seen{i}.com", version, llm_seconds=3.0 + i % 2) for i in range(10)))
-        with TestClient(container.api(), raise_server_exceptions=False) as client:
-            llm = dry_run(client, {}, [f"new{i}.com" for i in range(100)]).json()["llm"]
-            # 100 × 3.5 s over 2 LLM slots: 175 s; 100 × 4.5 s over 4 domains at once (one job of 4): 112.5 s.
-            assert (llm["wall_time_seconds"], llm["concurrency"], llm["domains_at_once"]) == (175.0, 2, 4)
-            assert llm["wall_time"].startswith("about 2 min 55 s for one worker (mean of the latest 10 answers")
-            assert llm["requests_per_minute"] is None
-    finally:
-        container.engine().dispose()
-    limited = start_container(Settings(
-        database_url=f"sqlite:///{tmp_path / 'pace.db'}", auth="off", rate_limit_per_minute=0,
-        llm_input_cost_per_million=1.0, llm_output_cost_per_million=1.0, llm_requests_per_minute=20))
-    try:
-        with TestClient(limited.api(), raise_server_exceptions=False) as client:
-            llm = dry_run(client, {}, [f"new{i}.com" for i in range(100)]).json()["llm"]
-            assert (llm["wall_time_seconds"], llm["requests_per_minute"]) == (300.0, 20)  # 100 requests at 20 a minute
-    finally:
-        limited.engine().dispose()
+        domain_concurrency=10, max_domains_per_job=4)
+    version = container.catalog()["cpg"].prompt_version
+    store_answers(container, *(answer(f"seen{i}.com", version, llm_seconds=3.0 + i % 2) for i in range(10)))
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        llm = dry_run(client, {}, [f"new{i}.com" for i in range(100)]).json()["llm"]
+        # 100 × 3.5 s over 2 LLM slots: 175 s; 100 × 4.5 s over 4 domains at once (one job of 4): 112.5 s.
+        assert (llm["wall_time_seconds"], llm["concurrency"], llm["domains_at_once"]) == (175.0, 2, 4)
+        assert llm["wall_time"].startswith("about 2 min 55 s for one worker (mean of the latest 10 answers")
+        assert llm["requests_per_minute"] is None
+    limited = make_container(  # the same database, another pace
+        database="pace.db", auth="off", rate_limit_per_minute=0,
+        llm_input_cost_per_million=1.0, llm_output_cost_per_million=1.0, llm_requests_per_minute=20)
+    with TestClient(limited.api(), raise_server_exceptions=False) as client:
+        llm = dry_run(client, {}, [f"new{i}.com" for i in range(100)]).json()["llm"]
+        assert (llm["wall_time_seconds"], llm["requests_per_minute"]) == (300.0, 20)  # 100 requests at 20 a minute
 
 
-def test_an_unpriced_model_says_its_cost_is_unknown(tmp_path: Path) -> None:
+def test_an_unpriced_model_says_its_cost_is_unknown(make_container) -> None:
     # A model on a local server has no price unless one is configured: unknown, never 0.
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'x.db'}", auth="off",
-                                         llm_api_base="http://127.0.0.1:9/v1"))
-    try:
-        with TestClient(container.api(), raise_server_exceptions=False) as client:
-            llm = dry_run(client, {}, ["a.com"]).json()["llm"]
-            nothing = dry_run(client, {}, ["10.0.0.1"]).json()["llm"]
-    finally:
-        container.engine().dispose()
+    container = make_container(auth="off", llm_api_base="http://127.0.0.1:9/v1")
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        llm = dry_run(client, {}, ["a.com"]).json()["llm"]
+        nothing = dry_run(client, {}, ["10.0.0.1"]).json()["llm"]
     assert llm["cost_usd"] is None and llm["cost"].startswith("unknown: no price for")
     assert (nothing["cost_usd"], nothing["cost"]) == (0.0, "known")  # nothing to ask costs nothing
 

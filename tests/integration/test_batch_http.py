@@ -8,8 +8,6 @@ import csv
 import io
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -20,8 +18,7 @@ from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.clock import utc_now
 from firmsift.domain.keys import IssuedKey
 from firmsift.domain.model import Answer, DomainResult, JobStatus, ResultStatus, Source
-from firmsift.entrypoints.wiring.runtime import running_worker, start_container
-from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.wiring.runtime import running_worker
 from firmsift.services.keys import create_key
 
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
@@ -29,18 +26,7 @@ CSV_UPLOAD = ("Company,Website,Notes\r\nAcme,https://www.acme.com/about,=SUM(A1)
               "Blank,,\r\nBeta,beta.org;other.org,x\r\nAcme again,ACME.com,y\r\nMail,info@mail.com,z\r\n")
 
 
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", auth="required",
-                                         rate_limit_per_minute=0, max_batch_body_bytes=4096))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:
-    with TestClient(container.api(), raise_server_exceptions=False) as client:
-        yield client
+pytestmark = pytest.mark.container(auth="required", rate_limit_per_minute=0, max_batch_body_bytes=4096)
 
 
 @pytest.fixture
@@ -213,27 +199,23 @@ def test_delete_leaves_a_finished_batch_as_it_ended(client: TestClient, containe
     assert (shown["status"], shown["cancelled_jobs"], shown["failed"]) == ("DONE", 0, 1)
 
 
-def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(tmp_path: Path) -> None:
+def test_a_batch_is_answered_by_the_embedded_worker_and_replies_once(make_container) -> None:
     """The SQL wiring end to end: the database queue, the worker's reply hook, the reply queue."""
     # The pre-check is off: this sandbox's DNS knows none of these names.
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'serve.db'}", wait_time=0.2,
-                                         poll_interval=0.05, precheck=False))
+    container = make_container(wait_time=0.2, poll_interval=0.05, precheck=False)
     container.llm.override(ScriptedLLM(YES, tokens=(1200, 90)))
     container.searches.override(providers.Object((StaticSearch(),)))
     domains = [f"brand{i}.example.com" for i in range(15)]
-    try:
-        with TestClient(container.api(background=lambda: running_worker(container))) as client:
-            accepted = post_json(client, {}, [*domains, "brand0.example.com", "nope"], **{"X-Reply-Queue": "team"})
-            location = accepted.headers["location"]
-            for _ in range(1000):
-                shown = client.get(location).json()
-                if shown["status"] == "DONE":
-                    break
-                time.sleep(0.02)
-            lines = [json.loads(x) for x in client.get(f"{location}/results").text.splitlines()]
-        replies = anyio.run(lambda: container.reply_reader("team").receive(max_messages=10))
-    finally:
-        container.engine().dispose()
+    with TestClient(container.api(background=lambda: running_worker(container))) as client:
+        accepted = post_json(client, {}, [*domains, "brand0.example.com", "nope"], **{"X-Reply-Queue": "team"})
+        location = accepted.headers["location"]
+        for _ in range(1000):
+            shown = client.get(location).json()
+            if shown["status"] == "DONE":
+                break
+            time.sleep(0.02)
+        lines = [json.loads(x) for x in client.get(f"{location}/results").text.splitlines()]
+    replies = anyio.run(lambda: container.reply_reader("team").receive(max_messages=10))
     assert (shown["status"], shown["done"], shown["by_source"]) == ("DONE", 15, {"llm": 15})
     assert shown["finished_at"] is not None and shown["estimated_finish_at"] is None
     assert [line["classified_domain"] for line in lines] == [*domains, "brand0.example.com", None]

@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -20,8 +19,6 @@ from firmsift.domain.batch_results import rows_per_page
 from firmsift.entrypoints.files.csv_stream import CsvReader, CsvRecordTooLong, detect_format
 from firmsift.entrypoints.http.batch_body import SpooledBody
 from firmsift.entrypoints.http.errors import BodyRejected
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.submit import FormUpload
 from firmsift.services.keys import create_key
 
@@ -29,19 +26,8 @@ MAX_COLUMNS = 50
 MAX_ROW_CHARS = 2048
 
 
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", auth="required",
-                                         rate_limit_per_minute=0, max_csv_columns=MAX_COLUMNS,
-                                         max_row_chars=MAX_ROW_CHARS))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:
-    with TestClient(container.api(), raise_server_exceptions=False) as client:
-        yield client
+pytestmark = pytest.mark.container(auth="required", rate_limit_per_minute=0, max_csv_columns=MAX_COLUMNS,
+                                   max_row_chars=MAX_ROW_CHARS)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import anyio
 import jsonschema
@@ -15,21 +14,10 @@ from starlette.testclient import TestClient
 from firmsift.domain.budgets import BudgetExhausted, JobPause, window_of
 from firmsift.domain.keys import IssuedKey
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 
 
-def started(tmp_path: Path, **settings: object):
-    return start_container(Settings(database_url=f"sqlite:///{tmp_path / 'budget.db'}", auth="required",
-                                    rate_limit_per_minute=0, **settings))
-
-
-@pytest.fixture
-def container(tmp_path: Path):
-    container = started(tmp_path)
-    yield container
-    container.engine().dispose()
+pytestmark = pytest.mark.container(auth="required", rate_limit_per_minute=0)
 
 
 def new_key(container, name: str, limit: float | None) -> IssuedKey:
@@ -111,18 +99,15 @@ def test_under_the_limit_work_is_accepted(container) -> None:
         assert classify(client, key).status_code == 202
 
 
-def test_the_global_limit_refuses_every_key(tmp_path: Path) -> None:
-    container = started(tmp_path, daily_spend_limit_usd=1.0)
-    try:
-        first, second = new_key(container, "first", None), new_key(container, "second", None)
-        spent(container, first, 0.6)
-        with TestClient(container.api(), raise_server_exceptions=False) as client:
-            assert classify(client, second).status_code == 202
-            spent(container, second, 0.4)
-            assert_exhausted(classify(client, second), "global", 1.0, 1.0)
-            assert "global daily spend limit" in batch(client, first).json()["error"]["message"]
-    finally:
-        container.engine().dispose()
+@pytest.mark.container(daily_spend_limit_usd=1.0)
+def test_the_global_limit_refuses_every_key(container) -> None:
+    first, second = new_key(container, "first", None), new_key(container, "second", None)
+    spent(container, first, 0.6)
+    with TestClient(container.api(), raise_server_exceptions=False) as client:
+        assert classify(client, second).status_code == 202
+        spent(container, second, 0.4)
+        assert_exhausted(classify(client, second), "global", 1.0, 1.0)
+        assert "global daily spend limit" in batch(client, first).json()["error"]["message"]
 
 
 def test_get_of_a_paused_job_and_of_its_batch_says_why_and_until_when(container) -> None:

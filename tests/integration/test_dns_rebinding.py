@@ -6,16 +6,13 @@ are served, whatever their case, port, brackets or trailing dot."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 
 ATTACKER = "http://attacker.example:8000"
 # What a rebound page can do: spend (POST /batches), write (PUT /answers), read the web app.
@@ -27,21 +24,15 @@ READ = ["/", "/new", "/human-answers", "/openapi.json", "/metrics", "/answers", 
 
 
 @pytest.fixture
-def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Starlette]]:
+def build(make_container: Callable[..., Container], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Starlette]:
     """Builds the API on one SQLite file with these settings (FIRMSIFT_ALLOWED_HOSTS unset unless
     given: the default, not the tests' own list) and the listening address `host`."""
     monkeypatch.delenv("FIRMSIFT_ALLOWED_HOSTS", raising=False)
-    containers: list[Container] = []
 
     def app(host: str = "127.0.0.1", **settings: object) -> Starlette:
-        container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'rebind.db'}", precheck=False,
-                                             **settings))  # type: ignore[arg-type]
-        containers.append(container)
-        return container.api(host=host)
+        return make_container(database="rebind.db", precheck=False, **settings).api(host=host)
 
-    yield app
-    for container in containers:
-        container.shutdown_resources()
+    return app
 
 
 def misdirected(response) -> bool:  # noqa: ANN001

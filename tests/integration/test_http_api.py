@@ -2,8 +2,6 @@
 
 import json
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -17,22 +15,10 @@ from firmsift.adapters.sql.engine import make_engine
 from firmsift.domain.model import Answer, DomainResult, Evidence, ResultStatus, Source
 from firmsift.services.submit import RecordThenPublish
 
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.ports.infrastructure_errors import QueueUnavailable
 
 
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", max_body_bytes=2048))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:
-    with TestClient(container.api(), raise_server_exceptions=False) as client:
-        yield client
+pytestmark = pytest.mark.container(max_body_bytes=2048)
 
 
 def post(client: TestClient, body: object, **headers: str):
@@ -132,13 +118,12 @@ def test_unusable_bodies(client: TestClient, content: bytes, content_type: str, 
     assert error_of(response)["code"] == code
 
 
-def test_deeply_nested_json_is_malformed_not_a_crash(tmp_path: Path) -> None:
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'n.db'}", max_body_bytes=1_000_000))
+def test_deeply_nested_json_is_malformed_not_a_crash(make_container) -> None:
+    container = make_container(max_body_bytes=1_000_000)
     with TestClient(container.api(), raise_server_exceptions=False) as client:
         response = client.post("/domains/classify", content=b"[" * 200_000 + b"]" * 200_000,
                                headers={"content-type": "application/json"})
     assert response.status_code in (400, 422)
-    container.engine().dispose()
 
 
 def test_json_charset_parameter_is_accepted(client: TestClient) -> None:
@@ -264,13 +249,9 @@ def test_firmsifts_own_queues_are_refused_as_reply_queues(client: TestClient, qu
 
 
 @pytest.fixture
-def roomy_client(tmp_path: Path) -> Iterator[TestClient]:
+def roomy_client(make_container, api_client) -> TestClient:
     """Room for more entries than the default allows: 20 unique domains, 200 entries, 64 KB."""
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'roomy.db'}",
-                                          max_body_bytes=65536, max_domains_per_job=20))
-    with TestClient(container.api(), raise_server_exceptions=False) as client:
-        yield client
-    container.engine().dispose()
+    return api_client(make_container(max_body_bytes=65536, max_domains_per_job=20).api())
 
 
 @pytest.mark.parametrize(("values", "status", "code", "omitted"), [

@@ -23,8 +23,6 @@ from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Job, JobStatus
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.submit import SubmitJob, submit_job
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
@@ -83,13 +81,6 @@ async def test_concurrent_identical_submissions_make_one_job_and_one_message(eng
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM jobs")).scalar() == 1
         assert conn.execute(text("SELECT count(*) FROM queue_messages")).scalar() == 1
-
-
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}"))
-    yield container
-    container.engine().dispose()
 
 
 def post(client: TestClient, body: object, **headers: str):

@@ -3,8 +3,7 @@ SQLite file, no request may get a 5xx and every response must match the document
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -18,7 +17,6 @@ from starlette.testclient import TestClient
 
 from firmsift.domain.keys import IssuedKey
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 
@@ -46,11 +44,10 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", _document_app(), config
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Starlette, IssuedKey]]:
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'fuzz.db'}", **SETTINGS))
+def served(make_container: Callable[..., Container]) -> tuple[Starlette, IssuedKey]:
+    container = make_container(**SETTINGS)
     key = anyio.run(lambda: create_key("fuzz", ["team-replies", "replies.fifo"], container.api_keys()))
-    yield container.api(), key
-    container.engine().dispose()
+    return container.api(), key
 
 
 def test_the_fuzzed_document_is_the_one_the_app_serves(served: tuple[Starlette, IssuedKey]) -> None:

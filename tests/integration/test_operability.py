@@ -13,16 +13,11 @@ from starlette.testclient import TestClient
 from firmsift.adapters.readiness import CHECK_TIMEOUT_SECONDS, INTAKE_FAILURE_SECONDS, IntakeOutcomes
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.runtime import start_container
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.worker.probe import worker_probe
 
 
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'ops.db'}"))
-    yield container
-    container.engine().dispose()
+pytestmark = pytest.mark.container(database="ops.db")
 
 
 def test_readyz_reports_database_and_queue(container) -> None:

@@ -7,7 +7,7 @@ root); SQLite's own refusal, which a read-only mount or root meets, is made with
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,18 +16,14 @@ from starlette.testclient import TestClient
 
 from firmsift.entrypoints.cli.main import main
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from tests.support.read_only_files import read_only
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[Container, Path]]:
+def service(tmp_path: Path, make_container: Callable[..., Container]) -> tuple[Container, Path]:
     folder = tmp_path / "data"
     folder.mkdir()
-    container = start_container(Settings(database_url=f"sqlite:///{folder / 'firmsift.db'}"))
-    yield container, folder
-    container.engine().dispose()
+    return make_container(database="data/firmsift.db"), folder
 
 
 def database_files(folder: Path) -> list[Path]:

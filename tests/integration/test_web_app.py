@@ -5,8 +5,6 @@ not found, CSP and frame headers on every page, and every value from the web or 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -14,26 +12,14 @@ from starlette.testclient import TestClient
 
 from firmsift.domain.clock import utc_now
 from firmsift.domain.model import Answer, DomainResult, Evidence, QuoteStatus, ResultStatus, Source
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.security import CONTENT_SECURITY_POLICY
 from firmsift.entrypoints.web.site import COOKIE
 from firmsift.services.keys import revoke_key
 from tests.support.web_sessions import CSV_UPLOAD, form_token, issue, page_token, sign_in, submit_csv
 
 
-@pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'web.db'}", auth="required",
-                                         rate_limit_per_minute=0))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:
-    with TestClient(container.api(), raise_server_exceptions=False, base_url="https://testserver") as client:
-        yield client
+pytestmark = [pytest.mark.container(auth="required", rate_limit_per_minute=0),
+              pytest.mark.client(base_url="https://testserver")]
 
 
 def test_every_page_needs_a_signed_in_session(client: TestClient) -> None:
@@ -174,19 +160,16 @@ def test_values_from_the_web_and_models_render_as_text(client: TestClient, conta
     assert "low confidence (2)" in review and "quote not found in the evidence" in review
 
 
-def test_with_authentication_off_there_is_no_sign_in(tmp_path: Path) -> None:
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'open.db'}", auth="off"))
-    try:
-        with TestClient(container.api()) as client:
-            assert client.get("/login", follow_redirects=False).headers["location"] == "/"
-            home = client.get("/")
-            assert home.status_code == 200 and "Sign out" not in home.text and "Sign in" not in home.text
-            batch_id = submit_csv(client, page_token(home.text))
-            assert batch_id in client.get("/").text
-            assert client.post("/new/submit?kind=list", content=b"a.com",
-                               headers={"content-type": "text/plain"}).status_code == 403  # CSRF still required
-    finally:
-        container.engine().dispose()
+def test_with_authentication_off_there_is_no_sign_in(make_container) -> None:
+    container = make_container(auth="off")
+    with TestClient(container.api()) as client:
+        assert client.get("/login", follow_redirects=False).headers["location"] == "/"
+        home = client.get("/")
+        assert home.status_code == 200 and "Sign out" not in home.text and "Sign in" not in home.text
+        batch_id = submit_csv(client, page_token(home.text))
+        assert batch_id in client.get("/").text
+        assert client.post("/new/submit?kind=list", content=b"a.com",
+                           headers={"content-type": "text/plain"}).status_code == 403  # CSRF still required
 
 
 def test_the_form_previews_estimates_and_submits_through_the_batch_services(client: TestClient, container) -> None:

@@ -10,8 +10,6 @@ import csv
 import html
 import io
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -22,8 +20,6 @@ from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, Static
 from firmsift.domain.clock import utc_now
 from firmsift.domain.human_answers import MAX_NOTE_CHARS
 from firmsift.domain.model import Answer, DomainResult, ResultStatus, Source
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.process import process_job
 from tests.support.web_sessions import issue, sign_in, submit_csv
 
@@ -31,21 +27,17 @@ YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": 
 NOTE = "a bank <script>alert(1)</script>"
 
 
+pytestmark = [pytest.mark.container(auth="required", rate_limit_per_minute=0, precheck=False),
+              pytest.mark.client(base_url="https://testserver")]
+
+
 @pytest.fixture
-def container(tmp_path: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'web.db'}", auth="required",
-                                         rate_limit_per_minute=0, precheck=False))
+def container(container):  # noqa: ANN001, ANN201
+    """The shared container, asking a scripted LLM and a static search at fixed prices."""
     container.llm.override(ScriptedLLM(YES))
     container.searches.override(providers.Object((StaticSearch(),)))
     container.pricing.override(FixedPricing(1.0, 2.0))
-    yield container
-    container.shutdown_resources()
-
-
-@pytest.fixture
-def client(container) -> Iterator[TestClient]:  # noqa: ANN001
-    with TestClient(container.api(), raise_server_exceptions=False, base_url="https://testserver") as client:
-        yield client
+    return container
 
 
 def doubtful_batch(container, client: TestClient, token: str) -> str:  # noqa: ANN001

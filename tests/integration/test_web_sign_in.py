@@ -6,15 +6,12 @@ with Retry-After) without blocking other addresses. Time is a fake clock, never 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from firmsift.domain.sign_in_forms import FORM_SECONDS, issue_form_token
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.web.sign_in import FORM_COOKIE
 from firmsift.entrypoints.web.site import COOKIE
 from tests.support.web_sessions import form_token, issue
@@ -31,9 +28,8 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-def database(tmp_path: Path) -> Path:
-    return tmp_path / "web.db"
+pytestmark = [pytest.mark.container(auth="required", rate_limit_per_minute=0, sign_ins_per_minute=ATTEMPTS),
+              pytest.mark.client(base_url=BASE, client=("192.0.2.1", 50000))]
 
 
 @pytest.fixture
@@ -42,22 +38,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def container(database: Path):
-    container = start_container(Settings(database_url=f"sqlite:///{database}", auth="required",
-                                         rate_limit_per_minute=0, sign_ins_per_minute=ATTEMPTS))
-    yield container
-    container.engine().dispose()
-
-
-@pytest.fixture
 def app(container, clock: Clock):
+    """The app, on the fake clock."""
     return container.api(clock=clock)
-
-
-@pytest.fixture
-def client(app) -> Iterator[TestClient]:
-    with TestClient(app, base_url=BASE, raise_server_exceptions=False, client=("192.0.2.1", 50000)) as client:
-        yield client
 
 
 def contents(database: Path) -> list[str]:

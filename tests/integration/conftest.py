@@ -1,6 +1,7 @@
-"""Fixtures the integration suites share: the app on a SQLite file, built by the wiring
-(`make_container`, `container`, `database`, `app`, `api_client`, `client`), and the batch store on
-every backend.
+"""Fixtures the integration suites share, every graph built by the wiring: the app on a SQLite file
+(`make_container`, `container`, `database`, `app`, `api_client`, `client`); the stores on every
+backend, in memory, SQLite and PostgreSQL (`backend_container`, `store`, `batches`); a migrated engine on
+each SQL backend (`engine`).
 
 A module (or a test) says which container and client it wants with markers, merged closest last:
 `pytest.mark.container(auth="required", rate_limit_per_minute=0)` (`make_container`'s arguments:
@@ -10,21 +11,19 @@ with its settings."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import make_url
+from dependency_injector import providers
+from sqlalchemy import Engine, make_url
 from starlette.testclient import TestClient
 
-from firmsift.adapters.memory.batches import InMemoryBatches
-from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.adapters.sql.batches import SqlBatches
-from firmsift.adapters.sql.store import SqlStore
 from firmsift.entrypoints.settings import Settings
 from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.wiring.runtime import start_container
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
@@ -103,10 +102,39 @@ def client(request: pytest.FixtureRequest, app: Any, api_client: Callable[..., T
 
 
 @pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def batches(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[InMemoryBatches | SqlBatches]:
-    """The batch store on the in-memory store, SQLite and PostgreSQL."""
+def backend_container(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Container]:
+    """The wiring's graph on each backend, for the suites that run one set of tests against all of
+    them: in memory (`in_memory_container()`), and on a fresh SQLite file or PostgreSQL database
+    (skipped when the server is unreachable, failed on CI: tests/support/postgres.py), migrated,
+    whose engine the container is handed. Its providers are the stores: `backend_container.store()`,
+    `.human_answers()`, `.api_keys()`, `.answer_history()`, `.spend_ledger()`, `.batches()`,
+    `.deferred_questions()`, `.leases()`."""
     if request.param == "memory":
-        yield InMemoryBatches(InMemoryStore())
+        container = in_memory_container()
+        yield container
+        container.shutdown_resources()
         return
     with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlBatches(SqlStore(engine))
+        container = Container(settings=Settings(database_url=engine.url.render_as_string(hide_password=False)))
+        container.engine.override(providers.Object(engine))
+        yield container
+        container.shutdown_resources()
+
+
+@pytest.fixture
+def store(backend_container: Container) -> Any:
+    """The job and answer store on each backend."""
+    return backend_container.store()
+
+
+@pytest.fixture
+def batches(backend_container: Container) -> Any:
+    """The batch store on each backend."""
+    return backend_container.batches()
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A fresh database on each SQL backend, migrated (tests/support/databases.py)."""
+    with migrated_engine(request.param, tmp_path) as engine:
+        yield engine

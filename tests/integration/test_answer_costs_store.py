@@ -3,14 +3,12 @@ and migration 7 on a database whose rows were written before costs were recorded
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.job_document import job_document
@@ -19,15 +17,6 @@ from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlStore(engine)
 
 
 def answer(domain: str, tokens_in: int | None, tokens_out: int | None, cost_usd: float | None) -> Answer:

@@ -3,14 +3,12 @@ same on the in-memory, SQLite and PostgreSQL stores, and migration 11 on rows st
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
 from firmsift.adapters.sql.answer_history import SqlAnswerHistory
 from firmsift.adapters.sql.store import SqlStore
@@ -22,15 +20,10 @@ pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[object, object]]:
-    """(the store answers are saved to, the history read from it)."""
-    if request.param == "memory":
-        store = InMemoryStore()
-        yield store, store
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlStore(engine), SqlAnswerHistory(engine)
+@pytest.fixture
+def stores(backend_container) -> tuple[object, object]:  # noqa: ANN001
+    """(the store answers are saved to, the history read from it), on each backend."""
+    return backend_container.store(), backend_container.answer_history()
 
 
 def answer(domain: str, *, classifier: str = "cpg", source: Source = Source.LLM, age: float = 0,

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -24,16 +22,9 @@ from firmsift.domain.model import Answer, DomainResult, Evidence, JobStatus, Quo
 from firmsift.domain.normalize import normalize_domain
 from firmsift.domain.spend import Spend, total_spend
 from firmsift.ports.infrastructure_errors import DatabaseFailure
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=SQL_BACKENDS)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield engine
 
 
 def plan(values: list[object], *, batch_id: str = "b1", owner: str = "key_a", key: str | None = None,

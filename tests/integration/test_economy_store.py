@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,15 +22,9 @@ from sqlalchemy import event, text, update
 from firmsift.adapters.files.classifiers import load_catalog
 from firmsift.adapters.llm.openai_batches import OpenAIBatches
 from firmsift.adapters.memory.batches import InMemoryBatches
-from firmsift.adapters.memory.economy import InMemoryDeferredQuestions
-from firmsift.adapters.memory.leases import InMemoryLeases
 from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.adapters.memory.queue import InMemoryQueue
-from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.adapters.sql.batches import SqlBatches
-from firmsift.adapters.sql.deferred_questions import ADD_WAITER, SqlDeferredQuestions
-from firmsift.adapters.sql.leases import SqlLeases
-from firmsift.adapters.sql.store import SqlStore
+from firmsift.adapters.sql.deferred_questions import ADD_WAITER
 from firmsift.adapters.sql.tables import batches
 from firmsift.domain.batches import BATCH_CANCELLED_RUNNING, BATCH_CANCELLED_WAITING, Batch, BatchPlan, InputRow
 from firmsift.domain.economy import BatchMode
@@ -43,7 +36,6 @@ from firmsift.services.dead_letters import job_id_of
 from firmsift.services.process import JobDependencies, process_job
 from firmsift.services.provider_batches import ProviderBatchDependencies, provider_batch_round
 from firmsift.services.refresh import refresh_stale_answers
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.fake_openai_batch_server import FakeOpenAIBatchServer, Script
 
 pytestmark = pytest.mark.anyio
@@ -59,16 +51,11 @@ class Stores:
     leases: Any
 
 
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    if request.param == "memory":
-        store = InMemoryStore()
-        batches = InMemoryBatches(store)
-        yield Stores(store, batches, InMemoryDeferredQuestions(batches), InMemoryLeases())
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        store = SqlStore(engine)
-        yield Stores(store, SqlBatches(store), SqlDeferredQuestions(engine), SqlLeases(engine))
+@pytest.fixture
+def stores(backend_container) -> Stores:  # noqa: ANN001
+    """The stores on each backend."""
+    return Stores(backend_container.store(), backend_container.batches(), backend_container.deferred_questions(),
+                  backend_container.leases())
 
 
 @pytest.fixture
@@ -356,7 +343,7 @@ async def test_a_job_of_a_batch_cancelled_without_it_records_no_question_and_end
     assert (counts.cancelled, counts.pending) == (2, 0)
 
 
-@pytest.mark.parametrize("stores", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("backend_container", ["postgresql"], indirect=True)
 async def test_a_cancel_waits_for_another_batch_deferring_the_same_question(world: World) -> None:
     """PostgreSQL: the cancel forgets an unsent question no other job waits for; another batch's
     job writing its waiter for that question at that moment holds the question's row, so the

@@ -3,14 +3,12 @@ SQLite and PostgreSQL stores: one suite, every backend."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.evidence_status import FOUND, NOTHING_FOUND
@@ -20,15 +18,6 @@ from tests.support.databases import SQL_BACKENDS, migrated_engine
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 SINCE = NOW - timedelta(days=30)
-
-
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlStore(engine)
 
 
 def answer(classifier: str, age_days: float = 1, domain: str = "a.com", **changes: object) -> Answer:

@@ -4,28 +4,20 @@ stores: set, replace, undo back through the history to "no human answer", look-u
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.memory.human_answers import InMemoryHumanAnswers
-from firmsift.adapters.sql.human_answers import SqlHumanAnswers
 from firmsift.domain.human_answers import HumanAnswer
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield InMemoryHumanAnswers()
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlHumanAnswers(engine)
+@pytest.fixture
+def store(backend_container):  # noqa: ANN001, ANN201
+    """The human-answer store on each backend."""
+    return backend_container.human_answers()
 
 
 def human(domain: str, answer: bool, note: str, *, classifier: str = "cpg", by: str | None = "key_a",

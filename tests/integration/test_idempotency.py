@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from pathlib import Path
 
 import anyio
 import pytest
@@ -16,7 +14,6 @@ from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
 from firmsift.adapters.files.classifiers import load_catalog
-from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql.job_intake import SqlJobIntake
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
@@ -24,23 +21,8 @@ from firmsift.domain.idempotency import IdempotencyKeyTaken
 from firmsift.domain.keys import Caller
 from firmsift.domain.model import Job, JobStatus
 from firmsift.services.submit import SubmitJob, submit_job
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=SQL_BACKENDS)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield engine
-
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlStore(engine)
 
 
 def job(job_id: str, owner: str = "key_a", key: str | None = "k1", *domains: str) -> Job:

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.memory.keys import InMemoryApiKeys
-from firmsift.adapters.sql.keys import SqlApiKeys
 from firmsift.domain.keys import ApiKey
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def keys(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield InMemoryApiKeys()
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlApiKeys(engine)
+@pytest.fixture
+def keys(backend_container):  # noqa: ANN001, ANN201
+    """The API key store on each backend."""
+    return backend_container.api_keys()
 
 
 def key(key_id: str, *queues: str, minutes: int = 0) -> ApiKey:

@@ -4,8 +4,6 @@ key, changes that never interleave, and two engines (two processes' pools) shari
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -15,16 +13,9 @@ from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.pacing import SqlPacing
 from firmsift.domain.pacing import PacingState, take_turn
 from firmsift.ports.pacing import PacingStore
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 CEILING = 600.0  # requests a minute: turns 0.1 s apart
-
-
-@pytest.fixture(params=SQL_BACKENDS)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield engine
 
 
 @pytest.fixture(params=["memory", "sql"])

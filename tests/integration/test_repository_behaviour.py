@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text, update
 
-from firmsift.adapters.memory.store import InMemoryStore
 from firmsift.adapters.sql import migrations
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.adapters.sql.tables import jobs
@@ -35,15 +33,6 @@ from tests.support.postgres import postgres_engine
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlStore(engine)
 
 
 def job(job_id: str = "j1", *domains: str) -> Job:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -15,9 +14,6 @@ from dependency_injector import providers
 
 from firmsift.adapters.memory.keys import InMemoryApiKeys
 from firmsift.adapters.memory.providers import ScriptedLLM
-from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.adapters.sql.spend import SqlSpendLedger
-from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.budgets import BudgetExhausted
 from firmsift.domain.estimates import TokenHistory, tokens_per_question
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
@@ -27,21 +23,15 @@ from firmsift.entrypoints.settings import Settings
 from firmsift.services.budgets import Budgets
 from firmsift.services.keys import create_key
 from firmsift.services.spend_gate import SpendGate
-from tests.support.databases import migrated_engine
 
 pytestmark = pytest.mark.anyio
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Snacks."}'
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def ledger(request, tmp_path) -> Iterator[tuple[object, object]]:
-    """(the ledger holding the spend and the holds, the store its jobs are saved in)."""
-    if request.param == "memory":
-        store = InMemoryStore()
-        yield store, store
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlSpendLedger(engine), SqlStore(engine)
+@pytest.fixture
+def ledger(backend_container) -> tuple[object, object]:  # noqa: ANN001
+    """(the ledger holding the spend and the holds, the store its jobs are saved in), on each backend."""
+    return backend_container.spend_ledger(), backend_container.store()
 
 
 async def _spent(store, owner: str, cost: float) -> None:

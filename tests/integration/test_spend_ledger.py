@@ -4,30 +4,20 @@ in all, counted by when each domain finished, unknown costs counted apart."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.adapters.sql.spend import SqlSpendLedger
-from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.model import DomainResult, Job, JobStatus, ResultStatus
 from firmsift.domain.spend import Spend
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[object, object]]:
-    if request.param == "memory":
-        store = InMemoryStore()
-        yield store, store
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlStore(engine), SqlSpendLedger(engine)
+@pytest.fixture
+def stores(backend_container) -> tuple[object, object]:  # noqa: ANN001
+    """(the store jobs are saved to, the spend ledger read from it), on each backend."""
+    return backend_container.store(), backend_container.spend_ledger()
 
 
 async def finish(store, job_id: str, owner: str, *results: tuple[float | None, int | None]) -> None:

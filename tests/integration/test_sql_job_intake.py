@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,15 +19,9 @@ from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.model import Job, JobStatus
 from firmsift.ports.infrastructure_errors import QueueUnavailable
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture(params=SQL_BACKENDS)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield engine
 
 def _parts(engine: Engine) -> tuple[SqlStore, SqlQueue, SqlJobIntake]:
     store = SqlStore(engine)

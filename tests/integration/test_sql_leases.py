@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
 from firmsift.adapters.sql.leases import SqlLeases
-from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture(params=SQL_BACKENDS)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield engine
 
 async def test_one_holder_at_a_time_until_it_lapses_or_is_released(engine: Engine) -> None:
     clock = FakeClock()

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from dependency_injector import providers
 from sqlalchemy import event, text, update
 
 from firmsift.adapters.files.classifiers import load_catalog
@@ -71,17 +72,15 @@ async def server(script: Script) -> AsyncIterator[FakeOpenAIBatchServer]:
 
 
 class World:
-    def __init__(self, stores: Stores, server: FakeOpenAIBatchServer, client: httpx.AsyncClient) -> None:
+    def __init__(self, stores: Stores, jobs: JobDependencies, server: FakeOpenAIBatchServer,
+                 client: httpx.AsyncClient) -> None:
         self.stores = stores
         self.server = server
         self.catalog = load_catalog()
         self.finished: list[str] = []
         self.batch_ids: list[str] = []  # of the batches submitted, in order
         self._ids = (f"00000000-0000-4000-8000-{n:012d}" for n in itertools.count(1))
-        self.jobs = JobDependencies(
-            jobs=stores.store, answers=stores.store, known=stores.store, search=StaticSearch(), llm=ScriptedLLM(),
-            pricing=FixedPricing(1.0, 2.0), catalog=self.catalog, llm_slots=asyncio.Semaphore(4),
-            deferred=stores.questions)
+        self.jobs = jobs
         self.provider = OpenAIBatches(client, server.base_url, "sk-test", model="openai/gpt-test", max_tokens=400)
 
     def rounds(self) -> ProviderBatchDependencies:
@@ -121,9 +120,15 @@ class World:
 
 
 @pytest.fixture
-async def world(stores: Stores, server: FakeOpenAIBatchServer) -> AsyncIterator[World]:
+async def world(backend_container, stores: Stores, server: FakeOpenAIBatchServer) -> AsyncIterator[World]:  # noqa: ANN001
+    # A worker's job dependencies as the wiring builds them on the backend, asking a scripted LLM
+    # and a static search at FixedPricing(1.0, 2.0), without the pre-check.
+    backend_container.llm.override(ScriptedLLM())
+    backend_container.searches.override(providers.Object((StaticSearch(),)))
+    backend_container.pricing.override(FixedPricing(1.0, 2.0))
+    backend_container.precheck.override(None)
     async with httpx.AsyncClient() as client:
-        yield World(stores, server, client)
+        yield World(stores, backend_container.job_dependencies(), server, client)
 
 
 async def test_an_economy_batch_is_answered_by_one_provider_batch_at_the_batch_price(world: World) -> None:

@@ -1,7 +1,6 @@
 """Economy mode on the in-memory graph: an economy job's LLM questions wait for a provider batch,
 whose answers finish the job at the batch price; a missing answer is asked again, then fails."""
 
-import asyncio
 import json
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -9,16 +8,14 @@ from typing import Any
 
 import pytest
 
-from firmsift.adapters.memory.batches import InMemoryBatches
-from firmsift.adapters.memory.economy import InMemoryBatchProvider, InMemoryDeferredQuestions, chat_completion
+from firmsift.adapters.memory.economy import InMemoryBatchProvider, chat_completion
 from firmsift.adapters.memory.leases import InMemoryLeases
-from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
-from firmsift.adapters.memory.store import InMemoryStore
-from firmsift.adapters.files.classifiers import load_catalog
+from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM
 from firmsift.domain.batches import Batch
 from firmsift.domain.economy import BatchMode, DeferredQuestion
 from firmsift.domain.model import Job, JobStatus, ResultStatus, Source
-from firmsift.services.process import JobDependencies, process_job
+from firmsift.entrypoints.wiring.memory import in_memory_container
+from firmsift.services.process import process_job
 from firmsift.services.provider_batches import ProviderBatchDependencies, provider_batch_round
 
 pytestmark = pytest.mark.anyio
@@ -33,20 +30,20 @@ def completion(text: str = YES) -> dict[str, Any]:
 
 
 class Economy:
-    """The in-memory store, batches and deferred questions, a worker's dependencies (economy on)
-    and a provider batch round's, over a provider answering with `answer`."""
+    """The in-memory graph (in_memory_container): its store, batches and deferred questions, a
+    worker's dependencies as the wiring builds them (economy on, at NORMAL prices, at NOW) and a
+    provider batch round's, over a provider answering with `answer`."""
 
     def __init__(self, answer: Callable[[DeferredQuestion], dict[str, Any] | None] = lambda q: completion()) -> None:
-        self.store = InMemoryStore()
-        self.batches = InMemoryBatches(self.store)
-        self.questions = InMemoryDeferredQuestions(self.batches)
+        graph = in_memory_container()
+        self.store, self.batches, self.questions = graph.store(), graph.batches(), graph.deferred_questions()
         self.provider = InMemoryBatchProvider(answer)
         self.llm = ScriptedLLM(YES)
+        graph.llm.override(self.llm)
+        graph.pricing.override(NORMAL)
         self.finished: list[str] = []
-        catalog = load_catalog()
-        self.jobs = JobDependencies(jobs=self.store, answers=self.store, known=self.store, search=StaticSearch(),
-                                    llm=self.llm, pricing=NORMAL, catalog=catalog, llm_slots=asyncio.Semaphore(4),
-                                    now=lambda: NOW, deferred=self.questions)
+        catalog = graph.catalog()
+        self.jobs = graph.job_dependencies(now=lambda: NOW)
 
         async def finished(job: Job) -> None:
             self.finished.append(job.id)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from firmsift.domain.batches import Batch, BatchRow
 from firmsift.domain.job_document import result_document
 from firmsift.domain.model import DomainResult
-from firmsift.domain.spreadsheet_cells import inert_cell
+from firmsift.domain.spreadsheet_cells import FORMULA_STARTS, inert_cell
 
 REJECTED = "REJECTED"
 JSON_INPUT_COLUMN = "input"  # the CSV column holding a JSON list's item
@@ -58,6 +58,7 @@ NO_RESULT = shown_result(DomainResult(domain=""))  # what a rejected row shows
 # json.dumps(document, ensure_ascii=False), without building an encoder for each line.
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 _STRING = json.encoder.encode_basestring  # what _ENCODE writes for a str
+_DECODE = json.JSONDecoder().raw_decode  # text this module or a store wrote: no space around it
 
 
 def shown_members(result: ShownResult) -> str:
@@ -194,7 +195,7 @@ def csv_lines(batch: Batch, items: Iterable[RowResult]) -> str:
     writer = csv.writer(out, lineterminator="\r\n")
     width = len(input_columns(batch))
     for item in items:
-        values = json.loads(item.row.original)
+        values = _DECODE(item.row.original)[0]  # as json.loads, without its checks of surrounding space
         cells = [str(v) for v in values] if batch.columns is not None else [_input_cell(values)]
         writer.writerow([*_padded(cells[:width], width), *_answer_cells(item), *cells[width:]])
     return out.getvalue()
@@ -206,6 +207,8 @@ def _padded(cells: list[Any], width: int) -> list[Any]:
 
 
 def _answer_cells(item: RowResult) -> list[str]:
+    if item.shown is not None and item.state == "DONE" and item.row.job_id is not None:  # as _answer_json
+        return _done_cells(item.row.domain, item.shown, item.row.job_id)
     if item.result is NO_RESULT and item.state == "PENDING" and item.row.job_id is not None:  # as _answer_json
         return [_answer_cell(item.row.domain), *_PENDING_CELLS, _answer_cell(item.row.job_id)]
     fields = answer_fields(item)
@@ -220,6 +223,24 @@ def answer_names() -> list[str]:
 
 def _input_cell(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _done_cells(domain: str | None, shown: str, job_id: str) -> list[str]:
+    """The answer cells of a DONE row from its stored members, as the general path writes them
+    (its domain, the result's fields in order with the evidence as its URLs, its job), without a
+    ShownResult or a call per cell: the cells of 100,000 rows are 2.4 million (a property test
+    holds the two paths equal)."""
+    values = _DECODE("{" + shown + "}")[0]
+    values["evidence"] = " ".join([str(piece.get("url", "")) for piece in values["evidence"]])
+    return [_answer_cell(domain),
+            *["" if value is None else "true" if value is True else "false" if value is False
+              else "'" + text if (text := value if value.__class__ is str else str(value))[:1] in _FORMULA_FIRST
+              and inert_cell(text) != text else text
+              for value in values.values()],
+            _answer_cell(job_id)]
+
+
+_FORMULA_FIRST = frozenset(["'", *FORMULA_STARTS])  # a cell inert_cell may change starts with one of these
 
 
 def _answer_cell(value: Any) -> str:

@@ -48,12 +48,16 @@ def test_a_pending_row_is_written_as_the_general_path_writes_it(domain: str, job
         assert csv_line(batch, shared) == csv_line(batch, copied)
 
 
-OPTIONAL_TEXT = st.none() | TEXT
-COUNT = st.none() | st.integers(0, 10**9)
+# Cells a spreadsheet would run, and cells escaped like them: the CSV path must make each inert.
+FORMULA_TEXT = st.sampled_from(["=", "+", "-", "@", "\t", "\r", "'=", "''-", "'"]).flatmap(
+    lambda start: TEXT.map(lambda rest: start + rest))
+OPTIONAL_TEXT = st.none() | TEXT | FORMULA_TEXT
+COUNT = st.none() | st.integers(-10**9, 10**9)  # negative too: "-1" is a formula's start
 COST = st.none() | st.floats(min_value=0, allow_nan=False, allow_infinity=False)
 DONE_RESULTS = st.builds(
     ShownResult, status=st.just("DONE"), answer=st.none() | st.booleans(), confidence=st.none() | st.integers(1, 5),
-    reason=TEXT, source=OPTIONAL_TEXT, evidence=st.lists(st.fixed_dictionaries({"url": TEXT, "title": TEXT}), max_size=3),
+    reason=TEXT | FORMULA_TEXT, source=OPTIONAL_TEXT,
+    evidence=st.lists(st.fixed_dictionaries({"url": TEXT | FORMULA_TEXT, "title": TEXT}), max_size=3),
     evidence_status=OPTIONAL_TEXT, search_provider=OPTIONAL_TEXT, evidence_reused_from=OPTIONAL_TEXT,
     evidence_searched_at=OPTIONAL_TEXT, quote=OPTIONAL_TEXT, quote_status=OPTIONAL_TEXT, site_status=OPTIONAL_TEXT,
     redirected_to=OPTIONAL_TEXT, redirected_answer=st.none() | st.booleans(), error=OPTIONAL_TEXT,

@@ -1,7 +1,7 @@
 """Fixtures the integration suites share, every graph built by the wiring: the app on a SQLite file
 (`make_container`, `container`, `database`, `app`, `api_client`, `client`); the stores on every
 backend, in memory, SQLite and PostgreSQL (`backend_container`, `store`, `batches`); a migrated engine on
-each SQL backend (`engine`).
+each SQL backend (`engine`); one fixture per fake server (`fake_search_server`, `fake_llm_server`).
 
 A module (or a test) says which container and client it wants with markers, merged closest last:
 `pytest.mark.container(auth="required", rate_limit_per_minute=0)` (`make_container`'s arguments:
@@ -26,6 +26,8 @@ from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.wiring.memory import in_memory_container
 from firmsift.entrypoints.wiring.runtime import start_container
 from tests.support.databases import SQL_BACKENDS, migrated_engine
+from tests.support.fake_llm_server import FakeLLMServer
+from tests.support.fake_search_server import FakeSearchServer
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,3 +140,20 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """A fresh database on each SQL backend, migrated (tests/support/databases.py)."""
     with migrated_engine(request.param, tmp_path) as engine:
         yield engine
+
+
+@pytest.fixture
+def fake_search_server() -> Iterator[FakeSearchServer]:
+    """The fake web and search-API server (tests/support/fake_search_server.py), on a loopback
+    port, stopped after the test."""
+    with FakeSearchServer() as running:
+        yield running
+
+
+@pytest.fixture
+def fake_llm_server() -> Iterator[FakeLLMServer]:
+    """The fake OpenAI-compatible LLM server (tests/support/fake_llm_server.py), on a loopback
+    port, stopped after the test."""
+    fake = FakeLLMServer()
+    with fake:
+        yield fake

@@ -6,7 +6,7 @@ import json
 import os
 import random
 import tracemalloc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -28,30 +28,24 @@ ENCODINGS = ["gzip", "deflate", "raw-deflate"]  # raw-deflate: sent as "deflate"
 PEAK_ALLOWED = 12_000_000
 
 
-@pytest.fixture
-def server() -> Iterator[FakeSearchServer]:
-    with FakeSearchServer() as running:
-        yield running
-
-
 async def to_loopback(host: str, port: int) -> list[str]:
     return ["127.0.0.1"]
 
 
 @pytest.fixture
-async def homepage(server: FakeSearchServer) -> AsyncIterator[HomepageSearch]:
-    adapter = HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=server.port,
+async def homepage(fake_search_server: FakeSearchServer) -> AsyncIterator[HomepageSearch]:
+    adapter = HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=fake_search_server.port,
                              timeout=5.0, total_timeout=20.0)
     yield adapter
     await adapter.aclose()
 
 
 @pytest.fixture(params=["searxng", "tavily", "brave"])
-async def api(request: pytest.FixtureRequest, server: FakeSearchServer) -> AsyncIterator[object]:
+async def api(request: pytest.FixtureRequest, fake_search_server: FakeSearchServer) -> AsyncIterator[object]:
     adapter = {
-        "searxng": lambda: SearxngSearch(server.base_url, timeout=10.0),
-        "tavily": lambda: TavilySearch("key", base_url=server.base_url, timeout=10.0),
-        "brave": lambda: BraveSearch("key", base_url=server.base_url, timeout=10.0),
+        "searxng": lambda: SearxngSearch(fake_search_server.base_url, timeout=10.0),
+        "tavily": lambda: TavilySearch("key", base_url=fake_search_server.base_url, timeout=10.0),
+        "brave": lambda: BraveSearch("key", base_url=fake_search_server.base_url, timeout=10.0),
     }[request.param]()
     yield adapter
     await adapter.aclose()
@@ -76,9 +70,9 @@ async def failure_within_memory(adapter: HomepageSearch | SearxngSearch, domain:
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 async def test_homepage_bomb_is_refused_within_the_cap(
-    homepage: HomepageSearch, server: FakeSearchServer, encoding: str
+    homepage: HomepageSearch, fake_search_server: FakeSearchServer, encoding: str
 ) -> None:
-    server.add_page("example.com", "/", Reply(
+    fake_search_server.add_page("example.com", "/", Reply(
         body=bomb(encoding, INFLATED, prefix=b"<title>boom</title>"),
         headers={"Content-Encoding": sent_as(encoding)},
     ))
@@ -86,15 +80,15 @@ async def test_homepage_bomb_is_refused_within_the_cap(
     assert str(error).startswith("homepage: http://example.com/ answered a body inflating more than 100:1")
     assert "compression bomb" in str(error)
     # Identity was asked for; the server compressed anyway.
-    assert server.requests[-1].headers["accept-encoding"] == "identity"
+    assert fake_search_server.requests[-1].headers["accept-encoding"] == "identity"
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 async def test_homepage_reads_an_honest_compressed_page(
-    homepage: HomepageSearch, server: FakeSearchServer, encoding: str
+    homepage: HomepageSearch, fake_search_server: FakeSearchServer, encoding: str
 ) -> None:
     page = b"<title>Biscuits</title><p>We bake biscuits.</p>"
-    server.add_page("example.com", "/", Reply(
+    fake_search_server.add_page("example.com", "/", Reply(
         body=compressed(encoding, page), headers={"Content-Encoding": sent_as(encoding)},
     ))
     assert await homepage.gather("example.com") == [
@@ -109,11 +103,11 @@ def words(count: int, seed: int = 7) -> str:
                     for _ in range(count))
 
 
-async def test_homepage_cuts_an_honest_compressed_page_at_max_bytes(server: FakeSearchServer) -> None:
+async def test_homepage_cuts_an_honest_compressed_page_at_max_bytes(fake_search_server: FakeSearchServer) -> None:
     page = f"<title>Big</title><p>Start</p><p>{words(30_000)}</p><p>THE END</p>".encode()
-    server.add_page("example.com", "/", Reply(body=compressed("gzip", page),
-                                              headers={"Content-Encoding": "gzip"}))
-    adapter = HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=server.port,
+    fake_search_server.add_page("example.com", "/", Reply(body=compressed("gzip", page),
+                                                          headers={"Content-Encoding": "gzip"}))
+    adapter = HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=fake_search_server.port,
                              max_bytes=50_000)
     try:
         [evidence] = await adapter.gather("example.com")
@@ -133,49 +127,51 @@ async def test_homepage_cuts_an_honest_compressed_page_at_max_bytes(server: Fake
     ],
 )
 async def test_homepage_refuses_bodies_it_cannot_decode(
-    homepage: HomepageSearch, server: FakeSearchServer, content_encoding: str, body: bytes, reason: str
+    homepage: HomepageSearch, fake_search_server: FakeSearchServer, content_encoding: str, body: bytes, reason: str
 ) -> None:
-    server.add_page("example.com", "/", Reply(body=body, headers={"Content-Encoding": content_encoding}))
+    fake_search_server.add_page("example.com", "/", Reply(body=body, headers={"Content-Encoding": content_encoding}))
     error = await failure_within_memory(homepage, "example.com")
     assert reason in str(error)
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 async def test_search_api_bomb_is_refused_within_the_cap(
-    api: SearxngSearch, server: FakeSearchServer, encoding: str
+    api: SearxngSearch, fake_search_server: FakeSearchServer, encoding: str
 ) -> None:
-    server.override = Reply(body=bomb(encoding, INFLATED, prefix=b'{"results": ['),
-                            content_type="application/json", headers={"Content-Encoding": sent_as(encoding)})
+    fake_search_server.override = Reply(body=bomb(encoding, INFLATED, prefix=b'{"results": ['),
+                                        content_type="application/json",
+                                        headers={"Content-Encoding": sent_as(encoding)})
     error = await failure_within_memory(api, "acme.com")
     assert f"{api.name}: search answered a body inflating more than 100:1" in str(error)
     assert error.retryable is False
 
 
-async def test_search_api_body_over_the_cap_is_refused(api: SearxngSearch, server: FakeSearchServer) -> None:
+async def test_search_api_body_over_the_cap_is_refused(api: SearxngSearch,
+                                                       fake_search_server: FakeSearchServer) -> None:
     body = json.dumps({"results": [], "web": {"results": []}, "padding": "x" * 2_100_000}).encode()
     assert len(body) > MAX_RESPONSE_BYTES
-    server.override = Reply(body=body, content_type="application/json")
+    fake_search_server.override = Reply(body=body, content_type="application/json")
     error = await failure_within_memory(api, "acme.com")
     assert f"{api.name}: search answered a body larger than 2,000,000 bytes" == str(error)
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 async def test_search_api_reads_an_honest_compressed_answer(
-    api: SearxngSearch, server: FakeSearchServer, encoding: str
+    api: SearxngSearch, fake_search_server: FakeSearchServer, encoding: str
 ) -> None:
     result = {"url": "https://acme.com/", "title": "Acme", "content": "Soap", "description": "Soap"}
     body = json.dumps({"results": [result], "web": {"results": [result]}}).encode()
-    server.override = Reply(body=compressed(encoding, body), content_type="application/json",
-                            headers={"Content-Encoding": sent_as(encoding)})
+    fake_search_server.override = Reply(body=compressed(encoding, body), content_type="application/json",
+                                        headers={"Content-Encoding": sent_as(encoding)})
     assert await api.gather("acme.com") == [Evidence("https://acme.com/", "Acme", "Soap")]
     # Only what the reader decodes itself is advertised.
-    assert server.requests[-1].headers["accept-encoding"] == "gzip, deflate"
+    assert fake_search_server.requests[-1].headers["accept-encoding"] == "gzip, deflate"
 
 
 async def test_search_api_in_an_unsupported_encoding_is_refused(
-    api: SearxngSearch, server: FakeSearchServer
+    api: SearxngSearch, fake_search_server: FakeSearchServer
 ) -> None:
-    server.override = Reply(body=os.urandom(1000), content_type="application/json",
-                            headers={"Content-Encoding": "br"})
+    fake_search_server.override = Reply(body=os.urandom(1000), content_type="application/json",
+                                        headers={"Content-Encoding": "br"})
     error = await failure_within_memory(api, "acme.com")
     assert str(error) == f"{api.name}: search answered a body in an unsupported content encoding ('br')"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import litellm
@@ -49,12 +49,6 @@ ANSWER = '{"answer": true, "confidence": 5, "reason": "Makes soap."}'
 
 
 @pytest.fixture
-def server() -> Iterator[FakeSearchServer]:
-    with FakeSearchServer() as running:
-        yield running
-
-
-@pytest.fixture
 def llm_at(adapter_class: type[LadderedLLM]) -> Callable[[FakeSearchServer], LadderedLLM]:
     """Makes adapters of each kind (litellm's, the direct client) at the server's /v1."""
     return lambda server: adapter_class("openai/m", api_base=f"{server.base_url}/v1", api_key="unused", timeout=30,
@@ -87,74 +81,75 @@ async def refused_within_memory(llm: LadderedLLM, server: FakeSearchServer) -> P
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
 async def test_a_compression_bomb_is_refused_once_in_bounded_memory(
-    server: FakeSearchServer, encoding: str, llm_at: LLMAt,
+    fake_search_server: FakeSearchServer, encoding: str, llm_at: LLMAt,
 ) -> None:
     sent_as = "deflate" if encoding == "raw-deflate" else encoding
-    server.add_page("127.0.0.1", PATH, Reply(body=bomb(encoding, INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"),
-                                             content_type="application/json", headers={"Content-Encoding": sent_as}))
-    error = await refused_within_memory(llm_at(server), server)
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(
+        body=bomb(encoding, INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"), content_type="application/json",
+        headers={"Content-Encoding": sent_as}))
+    error = await refused_within_memory(llm_at(fake_search_server), fake_search_server)
     assert "the provider answered a body inflating more than 100:1" in str(error)
     assert "it was not read" in str(error)
     assert error.cause is FailureCause.UNREADABLE_RESPONSE
     assert error.retryable is False  # the same bomb would come back
 
 
-async def test_an_endless_answer_is_cut_at_the_cap(server: FakeSearchServer, llm_at: LLMAt) -> None:
-    server.add_page("127.0.0.1", PATH, Reply(body=HEAD, content_type="application/json", endless=True))
-    error = await refused_within_memory(llm_at(server), server)
+async def test_an_endless_answer_is_cut_at_the_cap(fake_search_server: FakeSearchServer, llm_at: LLMAt) -> None:
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(body=HEAD, content_type="application/json", endless=True))
+    error = await refused_within_memory(llm_at(fake_search_server), fake_search_server)
     assert f"the provider answered a body larger than {LLM_RESPONSE_LIMITS.max_bytes:,} bytes" in str(error)
     assert error.retryable is False
 
 
-async def test_an_answer_over_the_cap_is_refused(server: FakeSearchServer, llm_at: LLMAt) -> None:
+async def test_an_answer_over_the_cap_is_refused(fake_search_server: FakeSearchServer, llm_at: LLMAt) -> None:
     body = HEAD + b"a" * (LLM_RESPONSE_LIMITS.max_bytes + 1) + TAIL
-    server.add_page("127.0.0.1", PATH, Reply(body=body, content_type="application/json"))
-    error = await refused_within_memory(llm_at(server), server)
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(body=body, content_type="application/json"))
+    error = await refused_within_memory(llm_at(fake_search_server), fake_search_server)
     assert "a body larger than 4,000,000 bytes" in str(error)
 
 
-async def test_an_unsupported_encoding_is_refused(server: FakeSearchServer, llm_at: LLMAt) -> None:
-    server.add_page("127.0.0.1", PATH, Reply(body=os.urandom(1000), content_type="application/json",
-                                             headers={"Content-Encoding": "br"}))
-    error = await refused_within_memory(llm_at(server), server)
+async def test_an_unsupported_encoding_is_refused(fake_search_server: FakeSearchServer, llm_at: LLMAt) -> None:
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(body=os.urandom(1000), content_type="application/json",
+                                                         headers={"Content-Encoding": "br"}))
+    error = await refused_within_memory(llm_at(fake_search_server), fake_search_server)
     assert "the provider answered a body in an unsupported content encoding ('br')" in str(error)
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate", "identity"])
 async def test_an_honest_answer_is_read_whatever_its_encoding(
-    server: FakeSearchServer, encoding: str, llm_at: LLMAt,
+    fake_search_server: FakeSearchServer, encoding: str, llm_at: LLMAt,
 ) -> None:
     body = honest_completion() if encoding == "identity" else compressed(encoding, honest_completion())
     headers = {} if encoding == "identity" else {"Content-Encoding": "deflate" if encoding == "raw-deflate" else encoding}
-    server.add_page("127.0.0.1", PATH, Reply(body=body, content_type="application/json", headers=headers))
-    completion = await llm_at(server).complete("system", "user", json_schema={"type": "object"})
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(body=body, content_type="application/json", headers=headers))
+    completion = await llm_at(fake_search_server).complete("system", "user", json_schema={"type": "object"})
     assert completion.text == ANSWER
-    assert server.requests[-1].headers["accept-encoding"] == "gzip, deflate"  # only what is decoded
+    assert fake_search_server.requests[-1].headers["accept-encoding"] == "gzip, deflate"  # only what is decoded
 
 
-async def test_a_redirect_body_is_read_within_limits_too(server: FakeSearchServer, llm_at: LLMAt) -> None:
-    server.add_page("127.0.0.1", PATH, Reply(status=307, headers={"Location": "/v2/chat/completions",
-                                                                  "Content-Encoding": "gzip"},
-                                             body=bomb("gzip", INFLATED), content_type="text/html"))
-    server.add_page("127.0.0.1", "/v2/chat/completions", Reply(body=honest_completion(),
-                                                               content_type="application/json"))
-    error = await refused_within_memory(llm_at(server), server)
+async def test_a_redirect_body_is_read_within_limits_too(fake_search_server: FakeSearchServer, llm_at: LLMAt) -> None:
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(status=307, headers={"Location": "/v2/chat/completions",
+                                                                              "Content-Encoding": "gzip"},
+                                                         body=bomb("gzip", INFLATED), content_type="text/html"))
+    fake_search_server.add_page("127.0.0.1", "/v2/chat/completions", Reply(body=honest_completion(),
+                                                                           content_type="application/json"))
+    error = await refused_within_memory(llm_at(fake_search_server), fake_search_server)
     assert "a body inflating more than 100:1" in str(error)
 
 
 async def test_the_bounded_client_reads_through_an_environment_proxy(
-    server: FakeSearchServer, monkeypatch: pytest.MonkeyPatch
+    fake_search_server: FakeSearchServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HTTP_PROXY", server.base_url)
+    monkeypatch.setenv("HTTP_PROXY", fake_search_server.base_url)
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    server.add_page("llm.invalid", "/v1/models", Reply(body=bomb("gzip", INFLATED), content_type="application/json",
-                                                       headers={"Content-Encoding": "gzip"}))
+    fake_search_server.add_page("llm.invalid", "/v1/models", Reply(
+        body=bomb("gzip", INFLATED), content_type="application/json", headers={"Content-Encoding": "gzip"}))
     async with bounded_client(BodyLimits(max_bytes=1_000_000), httpx.AsyncHTTPTransport,
                               proxy_for=lambda url: httpx.AsyncHTTPTransport(proxy=url)) as client:
         with pytest.raises(UnreadableBody, match="inflating more than 100:1"):
             await client.get("http://llm.invalid/v1/models")
-    assert server.requests[-1].headers["host"] == "llm.invalid"  # it went through the proxy
+    assert fake_search_server.requests[-1].headers["host"] == "llm.invalid"  # it went through the proxy
 
 
 # Every path the listed providers post a chat to, under the API base given below.
@@ -164,14 +159,16 @@ PROVIDER_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/a
 
 @pytest.mark.parametrize("provider", sorted(OPENAI_CLIENT_PROVIDERS | NATIVE_PROVIDERS))
 async def test_every_listed_provider_reads_within_limits(
-    server: FakeSearchServer, provider: str, monkeypatch: pytest.MonkeyPatch
+    fake_search_server: FakeSearchServer, provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A litellm upgrade that moves a provider to the other client fails here, loudly."""
     monkeypatch.setenv("AZURE_API_VERSION", "2024-10-21")
     for path in PROVIDER_PATHS:
-        server.add_page("127.0.0.1", path, Reply(body=bomb("gzip", INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"),
-                                                 content_type="application/json", headers={"Content-Encoding": "gzip"}))
-    base = server.base_url if provider in ("anthropic", "azure", "gemini", "ollama", "ollama_chat") else f"{server.base_url}/v1"
+        fake_search_server.add_page("127.0.0.1", path, Reply(
+            body=bomb("gzip", INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"), content_type="application/json",
+            headers={"Content-Encoding": "gzip"}))
+    base = (fake_search_server.base_url if provider in ("anthropic", "azure", "gemini", "ollama", "ollama_chat")
+            else f"{fake_search_server.base_url}/v1")
     llm = LiteLLM(f"{provider}/m", api_base=base, api_key="unused", timeout=30, response_format="text")
     assert reads_within_limits(provider_of(llm.model, llm.api_base))
     with pytest.raises(ProviderError) as caught:
@@ -194,15 +191,16 @@ def test_a_model_read_unbounded_is_warned_about(caplog: pytest.LogCaptureFixture
 
 
 async def test_the_container_makes_the_bounded_client_with_the_adapter_and_closes_it_with_the_others(
-    server: FakeSearchServer,
+    fake_search_server: FakeSearchServer,
 ) -> None:
-    server.add_page("127.0.0.1", "/honest/v1/chat/completions", Reply(body=honest_completion(),
-                                                                      content_type="application/json"))
-    server.add_page("127.0.0.1", PATH, Reply(body=bomb("gzip", INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"),
-                                             content_type="application/json", headers={"Content-Encoding": "gzip"}))
+    fake_search_server.add_page("127.0.0.1", "/honest/v1/chat/completions", Reply(body=honest_completion(),
+                                                                                  content_type="application/json"))
+    fake_search_server.add_page("127.0.0.1", PATH, Reply(
+        body=bomb("gzip", INFLATED, prefix=HEAD, suffix=TAIL, fill=b"a"), content_type="application/json",
+        headers={"Content-Encoding": "gzip"}))
     common = {"llm_model": "openai/m", "llm_api_key": "unused", "llm_response_format": "text", "llm_client": "litellm"}
-    honest = Container(settings=Settings(llm_api_base=f"{server.base_url}/honest/v1", **common))
-    bombed = Container(settings=Settings(llm_api_base=f"{server.base_url}/v1", **common))
+    honest = Container(settings=Settings(llm_api_base=f"{fake_search_server.base_url}/honest/v1", **common))
+    bombed = Container(settings=Settings(llm_api_base=f"{fake_search_server.base_url}/v1", **common))
     async with honest.http_clients():
         assert (await honest.llm().complete("system", "user", json_schema={"type": "object"})).text == ANSWER
         session = litellm.aclient_session
@@ -218,12 +216,12 @@ async def test_the_container_makes_the_bounded_client_with_the_adapter_and_close
 
 
 async def test_the_container_makes_the_direct_client_with_the_adapter_and_closes_it_with_the_others(
-    server: FakeSearchServer,
+    fake_search_server: FakeSearchServer,
 ) -> None:
-    server.add_page("127.0.0.1", "/honest/v1/chat/completions", Reply(body=honest_completion(),
-                                                                      content_type="application/json"))
+    fake_search_server.add_page("127.0.0.1", "/honest/v1/chat/completions", Reply(body=honest_completion(),
+                                                                                  content_type="application/json"))
     common = {"llm_model": "openai/m", "llm_api_key": "unused", "llm_response_format": "text"}
-    container = Container(settings=Settings(llm_api_base=f"{server.base_url}/honest/v1", **common))
+    container = Container(settings=Settings(llm_api_base=f"{fake_search_server.base_url}/honest/v1", **common))
     async with container.http_clients():
         llm = container.llm()
         assert isinstance(llm, OpenAIChat)

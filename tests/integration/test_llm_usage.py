@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,13 +36,6 @@ ANSWER = '{"is_cpg": true, "confidence": 2, "reasoning": "sells snacks"}'
 
 
 @pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    fake = FakeLLMServer()
-    with fake:
-        yield fake
-
-
-@pytest.fixture
 def adapter(adapter_class: type[LadderedLLM]) -> AdapterAt:
     """Makes adapters of each kind (litellm's, the direct client) at the fake server."""
     make = maker(adapter_class, "openai/fake-model", "sk-test", timeout=10.0)
@@ -58,20 +51,21 @@ def recorded(name: str) -> dict[str, Any]:
 
 
 async def test_the_usage_a_real_llama_cpp_python_server_reports_is_read(
-    server: FakeLLMServer, adapter: AdapterAt,
+    fake_llm_server: FakeLLMServer, adapter: AdapterAt,
 ) -> None:
     exchange = recorded("llama-cpp-python/chat-json-object-with-schema")
     assert exchange["body"]["usage"] == {"prompt_tokens": 71, "completion_tokens": 34, "total_tokens": 105}
-    server.enqueue(body=json.dumps(exchange["body"]))
-    completion = await ask(adapter(server))
+    fake_llm_server.enqueue(body=json.dumps(exchange["body"]))
+    completion = await ask(adapter(fake_llm_server))
     assert (completion.prompt_tokens, completion.completion_tokens) == (71, 34)
 
 
-async def test_a_response_without_usage_reports_no_tokens_not_zero(server: FakeLLMServer, adapter: AdapterAt) -> None:
+async def test_a_response_without_usage_reports_no_tokens_not_zero(fake_llm_server: FakeLLMServer,
+                                                                    adapter: AdapterAt) -> None:
     # litellm stands in a usage of zeros for one the provider did not send: read as "not reported".
     body = {key: value for key, value in recorded("llama-cpp-python/chat-plain")["body"].items() if key != "usage"}
-    server.enqueue(body=json.dumps(body))
-    completion = await ask(adapter(server))
+    fake_llm_server.enqueue(body=json.dumps(body))
+    completion = await ask(adapter(fake_llm_server))
     assert (completion.prompt_tokens, completion.completion_tokens) == (None, None)
 
 
@@ -82,31 +76,31 @@ async def test_a_response_without_usage_reports_no_tokens_not_zero(server: FakeL
     ({"content": "  "}, FailureCause.UNREADABLE_RESPONSE),
 ])
 async def test_an_answer_billed_but_unusable_fails_with_the_tokens_it_was_billed(
-        server: FakeLLMServer, reply: dict[str, Any], cause: FailureCause,
+        fake_llm_server: FakeLLMServer, reply: dict[str, Any], cause: FailureCause,
     adapter: AdapterAt,
 ) -> None:
-    server.enqueue(**reply)  # the fake reports 10 prompt and 10 completion tokens
+    fake_llm_server.enqueue(**reply)  # the fake reports 10 prompt and 10 completion tokens
     with pytest.raises(ProviderError) as caught:
-        await ask(adapter(server))
+        await ask(adapter(fake_llm_server))
     assert caught.value.cause is cause
     assert (caught.value.prompt_tokens, caught.value.completion_tokens) == (10, 10)
 
 
-async def test_an_error_status_reports_no_tokens(server: FakeLLMServer, adapter: AdapterAt) -> None:
-    server.enqueue("busy", status=503)
+async def test_an_error_status_reports_no_tokens(fake_llm_server: FakeLLMServer, adapter: AdapterAt) -> None:
+    fake_llm_server.enqueue("busy", status=503)
     with pytest.raises(ProviderError) as caught:
-        await ask(adapter(server))
+        await ask(adapter(fake_llm_server))
     assert (caught.value.prompt_tokens, caught.value.completion_tokens) == (None, None)
 
 
 async def test_a_worker_answer_adds_every_billed_attempt_prices_it_and_counts_it(
-    server: FakeLLMServer, adapter_class: type[LadderedLLM],
+    fake_llm_server: FakeLLMServer, adapter_class: type[LadderedLLM],
 ) -> None:
     """The worker's stack (metrics outside retries, around the adapter) and ask_llm: a 503 (not
     billed), an answer cut off (billed, retried here as a transient), then the answer."""
-    server.enqueue("busy", status=503)
-    server.enqueue('{"is_cpg": tr', finish_reason="length")
-    server.enqueue(ANSWER)
+    fake_llm_server.enqueue("busy", status=503)
+    fake_llm_server.enqueue('{"is_cpg": tr', finish_reason="length")
+    fake_llm_server.enqueue(ANSWER)
     pricing = LitellmPricing({"openai/fake-model": (1.5, 2.5)})
     metrics = Metrics(CollectorRegistry())
 
@@ -121,13 +115,13 @@ async def test_a_worker_answer_adds_every_billed_attempt_prices_it_and_counts_it
                     error.retryable = True
                 raise
 
-    inner = RetryCutOff("openai/fake-model", api_base=server.base_url, api_key="sk-test", timeout=10.0,
+    inner = RetryCutOff("openai/fake-model", api_base=fake_llm_server.base_url, api_key="sk-test", timeout=10.0,
                         formats=FormatMemory())
     llm = MeteredLLM(RetryingLLM(inner, RetryPolicy(base_delay=0, deadline=None)), metrics, pricing)
     answer, _ = await ask_llm("acme.com", load_catalog()["cpg"], [], llm, pricing=pricing,
                                        slots=asyncio.Semaphore(1), marker="M", now=lambda: datetime.now(UTC))
     await inner.aclose()
-    assert len(server.requests) == 3 and answer.status is ResultStatus.DONE
+    assert len(fake_llm_server.requests) == 3 and answer.status is ResultStatus.DONE
     assert (answer.tokens_in, answer.tokens_out) == (20, 20)
     assert answer.cost_usd == pytest.approx((20 * 1.5 + 20 * 2.5) / 1_000_000)
     registry = metrics.registry

@@ -3,7 +3,7 @@ search server: the first provider fails or finds nothing, the next one's evidenc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -30,13 +30,7 @@ CALL_TIMEOUT = 30.0
 
 
 @pytest.fixture
-def server() -> Iterator[FakeSearchServer]:
-    with FakeSearchServer() as running:
-        yield running
-
-
-@pytest.fixture
-async def adapters(server: FakeSearchServer) -> AsyncIterator[dict[str, Search]]:
+async def adapters(fake_search_server: FakeSearchServer) -> AsyncIterator[dict[str, Search]]:
     """The real homepage reader (example.com pointed at the fake server), SearXNG and Tavily."""
 
     async def to_loopback(host: str, port: int) -> list[str]:
@@ -45,10 +39,10 @@ async def adapters(server: FakeSearchServer) -> AsyncIterator[dict[str, Search]]
         raise ProviderError(f"test resolver does not know {host}")
 
     made = {
-        "homepage": HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=server.port,
+        "homepage": HomepageSearch(allow_private_addresses=True, resolver=to_loopback, port=fake_search_server.port,
                                    timeout=CALL_TIMEOUT),
-        "searxng": SearxngSearch(server.base_url, timeout=CALL_TIMEOUT),
-        "tavily": TavilySearch("tvly-key", base_url=server.base_url, timeout=CALL_TIMEOUT),
+        "searxng": SearxngSearch(fake_search_server.base_url, timeout=CALL_TIMEOUT),
+        "tavily": TavilySearch("tvly-key", base_url=fake_search_server.base_url, timeout=CALL_TIMEOUT),
     }
     yield made
     for adapter in made.values():
@@ -64,8 +58,8 @@ def calls(metrics: Metrics, provider: str, outcome: str) -> float | None:
 
 
 async def test_a_homepage_that_fails_hands_over_to_searxng(adapters: dict[str, Search],
-                                                           server: FakeSearchServer) -> None:
-    server.add_page("example.com", "/", Reply(status=503, body=b"<h1>down</h1>"))
+                                                           fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.add_page("example.com", "/", Reply(status=503, body=b"<h1>down</h1>"))
     metrics = Metrics()
     found = await chain(adapters, "homepage", "searxng", metrics=metrics).gather("example.com")
     assert evidence_provider(found) == "searxng" and found[0].url == "https://example.com/about"
@@ -74,32 +68,33 @@ async def test_a_homepage_that_fails_hands_over_to_searxng(adapters: dict[str, S
 
 
 async def test_a_homepage_with_nothing_to_read_hands_over_too(adapters: dict[str, Search],
-                                                              server: FakeSearchServer) -> None:
-    server.add_html("example.com", "/", "<html><body><script>app()</script></body></html>")
+                                                              fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.add_html("example.com", "/", "<html><body><script>app()</script></body></html>")
     found = await chain(adapters, "homepage", "tavily").gather("example.com")
     assert evidence_provider(found) == "tavily"
 
 
-async def test_the_order_given_is_the_order_asked(adapters: dict[str, Search], server: FakeSearchServer) -> None:
-    server.add_html("example.com", "/", "<title>Example Foods</title><p>Crisps and cereal.</p>")
-    server.override = Reply(status=429, headers={"Retry-After": "0"})  # every search API is rate limited
+async def test_the_order_given_is_the_order_asked(adapters: dict[str, Search],
+                                                  fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.add_html("example.com", "/", "<title>Example Foods</title><p>Crisps and cereal.</p>")
+    fake_search_server.override = Reply(status=429, headers={"Retry-After": "0"})  # every search API is rate limited
     found = await chain(adapters, "searxng", "tavily", "homepage").gather("example.com")
     assert evidence_provider(found) == "homepage" and found[0].title == "Example Foods"
-    apis = [r for r in server.requests if r.path == "/search"]
+    apis = [r for r in fake_search_server.requests if r.path == "/search"]
     assert [r.method for r in apis] == ["GET", "GET", "POST", "POST"]  # searxng retried, then tavily retried
 
 
 async def test_when_all_fail_the_error_names_each_provider(adapters: dict[str, Search],
-                                                           server: FakeSearchServer) -> None:
-    server.override = Reply(status=401)
+                                                           fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.override = Reply(status=401)
     with pytest.raises(ProviderError) as raised:
         await chain(adapters, "homepage", "tavily").gather("nowhere.example")
     assert str(raised.value) == ("homepage: test resolver does not know nowhere.example; "
                                  "tavily: search answered HTTP 401 (check the API key)")
 
 
-async def test_the_container_builds_the_configured_chain(server: FakeSearchServer) -> None:
-    settings = Settings(search_provider="homepage,searxng", searxng_url=server.base_url, precheck=False)
+async def test_the_container_builds_the_configured_chain(fake_search_server: FakeSearchServer) -> None:
+    settings = Settings(search_provider="homepage,searxng", searxng_url=fake_search_server.base_url, precheck=False)
     container = Container(settings=settings)
     async with container.http_clients():
         search = container.worker_search()
@@ -109,4 +104,4 @@ async def test_the_container_builds_the_configured_chain(server: FakeSearchServe
         found = await search.gather("localhost")
     assert evidence_provider(found) == "searxng"
     assert calls(container.metrics(), "homepage", "error") == 1
-    assert [r.path for r in server.requests] == ["/search"]
+    assert [r.path for r in fake_search_server.requests] == ["/search"]

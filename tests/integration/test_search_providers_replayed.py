@@ -7,7 +7,7 @@ providers rather than the fake's."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,17 +30,11 @@ ApiSearch = SearxngSearch | TavilySearch | BraveSearch
 
 
 @pytest.fixture
-def server() -> Iterator[FakeSearchServer]:
-    with FakeSearchServer() as running:
-        yield running
-
-
-@pytest.fixture
-async def adapters(server: FakeSearchServer) -> AsyncIterator[dict[str, ApiSearch]]:
+async def adapters(fake_search_server: FakeSearchServer) -> AsyncIterator[dict[str, ApiSearch]]:
     made: dict[str, ApiSearch] = {
-        "searxng": SearxngSearch(server.base_url, timeout=5.0),
-        "tavily": TavilySearch(API_KEY, base_url=server.base_url, timeout=5.0),
-        "brave": BraveSearch(API_KEY, base_url=server.base_url, timeout=5.0),
+        "searxng": SearxngSearch(fake_search_server.base_url, timeout=5.0),
+        "tavily": TavilySearch(API_KEY, base_url=fake_search_server.base_url, timeout=5.0),
+        "brave": BraveSearch(API_KEY, base_url=fake_search_server.base_url, timeout=5.0),
     }
     yield made
     for adapter in made.values():
@@ -58,9 +52,9 @@ async def replayed_failure(server: FakeSearchServer, search: ApiSearch | Retryin
 
 @pytest.mark.parametrize("provider", ["searxng", "tavily", "brave"])
 async def test_a_real_result_list_with_its_extra_fields_becomes_evidence(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch], provider: str
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch], provider: str
 ) -> None:
-    server.override = load_fixture(f"{provider}-results")
+    fake_search_server.override = load_fixture(f"{provider}-results")
     evidence = await adapters[provider].gather("acme.com")
     assert [(item.url, item.title) for item in evidence] == [
         ("https://acme.com/products", "Acme Corp — Products"),
@@ -72,18 +66,18 @@ async def test_a_real_result_list_with_its_extra_fields_becomes_evidence(
 
 
 async def test_searxng_with_json_disabled_tells_the_operator_what_to_change(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
-    error = await replayed_failure(server, adapters["searxng"], "searxng-json-format-disabled")
+    error = await replayed_failure(fake_search_server, adapters["searxng"], "searxng-json-format-disabled")
     assert "HTTP 403" in str(error)
     assert "add json to search.formats in its settings.yml" in str(error)
     assert error.retryable is False
 
 
 async def test_searxng_whose_engines_all_failed_is_a_failure_naming_them(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
-    error = await replayed_failure(server, adapters["searxng"], "searxng-engines-unresponsive")
+    error = await replayed_failure(fake_search_server, adapters["searxng"], "searxng-engines-unresponsive")
     assert str(error).startswith("searxng: no results, and its engines failed: "
                                  "brave (HTTP connection error), duckduckgo (HTTP connection error)")
     assert error.retryable is False
@@ -92,9 +86,9 @@ async def test_searxng_whose_engines_all_failed_is_a_failure_naming_them(
 
 
 async def test_in_a_chain_failed_engines_are_a_failure_not_nothing_found(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
-    server.override = load_fixture("searxng-engines-unresponsive")  # tavily reads its empty "results"
+    fake_search_server.override = load_fixture("searxng-engines-unresponsive")  # tavily reads its empty "results"
     chain = SearchChain([adapters["searxng"], adapters["tavily"]])
     with pytest.raises(ProviderError) as caught:
         await chain.gather("acme.com")
@@ -103,13 +97,13 @@ async def test_in_a_chain_failed_engines_are_a_failure_not_nothing_found(
 
 
 async def test_searxng_limiter_refusal_is_explained_and_not_retried(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
     retried = RetryingSearch(adapters["searxng"], QUICK)
-    error = await replayed_failure(server, retried, "searxng-limiter-too-many-requests")
+    error = await replayed_failure(fake_search_server, retried, "searxng-limiter-too-many-requests")
     assert "HTTP 429" in str(error) and "server.limiter" in str(error) and "pass_ip" in str(error)
     assert error.retryable is False
-    assert len(server.requests) == 1  # SearXNG's limiter window is an hour: no retry helps
+    assert len(fake_search_server.requests) == 1  # SearXNG's limiter window is an hour: no retry helps
 
 
 @pytest.mark.parametrize(
@@ -122,48 +116,48 @@ async def test_searxng_limiter_refusal_is_explained_and_not_retried(
     ],
 )
 async def test_tavily_failures_say_what_is_wrong(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch], fixture: str, says: str, retryable: bool
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch], fixture: str, says: str, retryable: bool
 ) -> None:
-    error = await replayed_failure(server, adapters["tavily"], fixture)
+    error = await replayed_failure(fake_search_server, adapters["tavily"], fixture)
     assert str(error).startswith(f"tavily: search answered {says}")
     assert error.retryable is retryable
 
 
 async def test_brave_refusing_the_key_is_a_key_problem(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
-    error = await replayed_failure(server, adapters["brave"], "brave-token-invalid")
+    error = await replayed_failure(fake_search_server, adapters["brave"], "brave-token-invalid")
     assert str(error) == "brave: search answered HTTP 422 (check the API key: SUBSCRIPTION_TOKEN_INVALID)"
     assert error.retryable is False
 
 
 async def test_brave_rate_limit_waits_for_the_window_its_headers_name(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
-    error = await replayed_failure(server, adapters["brave"], "brave-rate-limited")
+    error = await replayed_failure(fake_search_server, adapters["brave"], "brave-rate-limited")
     assert "HTTP 429" in str(error) and "RATE_LIMITED" in str(error)
     assert (error.retryable, error.retry_after) == (True, 1.0)  # X-RateLimit-Reset: 1, 1419704
 
 
 async def test_brave_used_up_monthly_quota_is_not_retried(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
     retried = RetryingSearch(adapters["brave"], QUICK)
-    error = await replayed_failure(server, retried, "brave-quota-limited")
+    error = await replayed_failure(fake_search_server, retried, "brave-quota-limited")
     assert "HTTP 429" in str(error) and "quota" in str(error) and "QUOTA_LIMITED" in str(error)
     assert error.retryable is False
-    assert len(server.requests) == 1
+    assert len(fake_search_server.requests) == 1
 
 
 async def test_brave_rate_limit_is_waited_out_then_answered(
-    server: FakeSearchServer, adapters: dict[str, ApiSearch]
+    fake_search_server: FakeSearchServer, adapters: dict[str, ApiSearch]
 ) -> None:
-    server.override = load_fixture("brave-rate-limited")
+    fake_search_server.override = load_fixture("brave-rate-limited")
     waits: list[float] = []
 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
-        server.override = load_fixture("brave-results")
+        fake_search_server.override = load_fixture("brave-results")
 
     evidence = await RetryingSearch(adapters["brave"], QUICK, sleep=sleep).gather("acme.com")
     assert [item.url for item in evidence][:1] == ["https://acme.com/products"]

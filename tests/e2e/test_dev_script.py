@@ -135,3 +135,16 @@ def test_broken_layer_contracts_stop_before_any_test(tmp_path: Path, args: tuple
     done, calls = dev_test(installed_venv(tmp_path, lint_status=1), *args)
     assert done.returncode == 1
     assert calls == ["lint-imports"]
+
+
+def test_docs_writes_the_reference_pages_then_builds_or_serves_the_site(tmp_path: Path) -> None:
+    venv = fake_venv(tmp_path)
+    mkdocs = venv / "bin" / "mkdocs"
+    mkdocs.write_text('#!/bin/sh\necho "mkdocs $*" >> "$(dirname "$0")/../calls"\n')
+    mkdocs.chmod(0o755)
+    built = dev(venv, "docs")
+    assert built.returncode == 0, built.stderr
+    served = dev(venv, "docs", "--serve", "--dev-addr", "127.0.0.1:0")
+    assert served.returncode == 0, served.stderr
+    calls = (venv / "calls").read_text().splitlines()
+    assert calls[-4:] == ["-m docs.generate", "mkdocs build", "-m docs.generate", "mkdocs serve --dev-addr 127.0.0.1:0"]

@@ -1,0 +1,1 @@
+"""The documentation site's tooling: `python -m docs.generate` writes the reference pages from the code."""

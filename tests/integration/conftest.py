@@ -28,6 +28,7 @@ from firmsift.entrypoints.wiring.runtime import start_container
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.fake_search_server import FakeSearchServer
+from tests.support.postgres import postgres_engine
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,25 +48,40 @@ def _marked(request: pytest.FixtureRequest, name: str) -> dict[str, Any]:
 @pytest.fixture
 def make_container(tmp_path: Path) -> Iterator[Callable[..., Container]]:
     """Starts containers as `firmsift` does (start_container: logging configured, the schema
-    migrated), each on a SQLite file in the test's folder, and shuts each down after the test
-    (`shutdown_resources()`, which disposes its engine; an engine a test put in its place too).
+    migrated), and shuts each down after the test (`shutdown_resources()`, which disposes its
+    engine; an engine a test put in its place too).
 
-    `make_container(database=None, **settings)`: `settings` are the Settings besides the database
-    URL; `database` names the file, a new one for each call unless named (a name used before
-    opens that file again)."""
-    started: list[Container] = []
+    `make_container(database=None, *, backend="sqlite", **settings)`: `settings` are the Settings
+    besides the database URL. On "sqlite" the database is a file in the test's folder that
+    `database` names, a new one for each call unless named (a name used before opens that file
+    again); on "postgresql" a fresh database, dropped after the test (skipped when the server is
+    unreachable, failed on CI: tests/support/postgres.py); on "memory" the container is
+    `in_memory_container` and has no database."""
+    with ExitStack() as started:
+        files = 0
 
-    def make(database: str | None = None, **settings: Any) -> Container:
-        name = database or ("firmsift.db" if not started else f"firmsift-{len(started) + 1}.db")
-        container = start_container(Settings(database_url=f"sqlite:///{tmp_path / name}", **settings))
-        started.append(container)
-        return container
+        def database_url(backend: str, database: str | None) -> str:
+            nonlocal files
+            if backend == "postgresql":
+                return started.enter_context(postgres_engine(migrate=False)).url.render_as_string(hide_password=False)
+            files += 1
+            return f"sqlite:///{tmp_path / (database or ('firmsift.db' if files == 1 else f'firmsift-{files}.db'))}"
 
-    yield make
-    for container in reversed(started):
-        if container.engine.overridden:
-            container.engine().dispose()
-        container.shutdown_resources()
+        def make(database: str | None = None, *, backend: str = "sqlite", **settings: Any) -> Container:
+            if backend == "memory":
+                container = in_memory_container(Settings(**settings))
+            else:
+                container = start_container(Settings(database_url=database_url(backend, database), **settings))
+            started.callback(_shut_down, container)
+            return container
+
+        yield make
+
+
+def _shut_down(container: Container) -> None:
+    if container.engine.overridden:
+        container.engine().dispose()
+    container.shutdown_resources()
 
 
 @pytest.fixture

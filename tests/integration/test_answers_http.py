@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -16,35 +15,24 @@ from starlette.testclient import TestClient
 
 from firmsift.adapters.memory.providers import FixedPricing, ScriptedLLM, StaticSearch
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 from firmsift.services.process import process_job
 from tests.support.databases import SQL_BACKENDS
-from tests.support.postgres import postgres_engine
 
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "Makes and sells packaged snacks"}'
 
 
 @pytest.fixture(params=SQL_BACKENDS)
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Container, TestClient, str, str]]:
+def served(request: pytest.FixtureRequest, make_container: Callable[..., Container],
+           api_client: Callable[..., TestClient]) -> tuple[Container, TestClient, str, str]:
     """A container on a fresh database of the backend, its API as a client, and a key's secret and id."""
-    def serve(url: str) -> Iterator[tuple[Container, TestClient, str, str]]:
-        container = start_container(Settings(database_url=url, auth="required", rate_limit_per_minute=0,
-                                             precheck=False))
-        container.llm.override(ScriptedLLM(YES))
-        container.searches.override(providers.Object((StaticSearch(),)))
-        container.pricing.override(FixedPricing(1.0, 2.0))
-        key = anyio.run(lambda: create_key("analyst", [], container.api_keys()))
-        with TestClient(container.api()) as client:
-            yield container, client, f"Bearer {key.secret}", key.record.id
-        container.shutdown_resources()
-
-    if request.param == "postgresql":
-        with postgres_engine() as engine:
-            yield from serve(engine.url.render_as_string(hide_password=False))
-    else:
-        yield from serve(f"sqlite:///{tmp_path / 'answers.db'}")
+    container = make_container(backend=request.param, auth="required", rate_limit_per_minute=0, precheck=False)
+    container.llm.override(ScriptedLLM(YES))
+    container.searches.override(providers.Object((StaticSearch(),)))
+    container.pricing.override(FixedPricing(1.0, 2.0))
+    key = anyio.run(lambda: create_key("analyst", [], container.api_keys()))
+    client = api_client(container.api(), raise_server_exceptions=True)
+    return container, client, f"Bearer {key.secret}", key.record.id
 
 
 def test_a_correction_is_stored_listed_exported_used_by_a_job_and_undone(served) -> None:  # noqa: ANN001

@@ -5,8 +5,7 @@ batch is refused, another key's batch is not found."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -16,45 +15,27 @@ from starlette.testclient import TestClient
 from firmsift.adapters.memory.providers import ScriptedLLM, StaticSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.memory import in_memory_container
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
 from firmsift.services.keys import create_key
 from firmsift.services.process import process_job
-from tests.support.postgres import postgres_engine
 
 YES = '{"is_cpg": true, "confidence": 5, "reasoning": "Makes snacks.", "quote": "makes and sells packaged snacks"}'
 DOMAINS = ["good.com", "bad.com", "other.com", "worse.com"]
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Container, TestClient, dict, ScriptedLLM]]:
+def served(request: pytest.FixtureRequest, make_container: Callable[..., Container],
+           api_client: Callable[..., TestClient]) -> tuple[Container, TestClient, dict, ScriptedLLM]:
     """A graph of the backend with keys required, its API, a key's header, and an LLM that fails
     for bad.com and worse.com (not retryable: they fail at once)."""
     llm = ScriptedLLM(YES, by_domain={d: ProviderError(f"{d}: the model refused", retryable=False)
                                       for d in ("bad.com", "worse.com")})
-    options = dict(auth="required", rate_limit_per_minute=0, precheck=False, max_domains_per_job=2)
-
-    def serve(container: Container) -> Iterator[tuple[Container, TestClient, dict, ScriptedLLM]]:
-        container.llm.override(llm)
-        container.searches.override(providers.Object((StaticSearch(),)))
-        key = anyio.run(lambda: create_key("team", [], container.api_keys()))
-        with TestClient(container.api()) as client:
-            yield container, client, {"Authorization": f"Bearer {key.secret}"}, llm
-
-    if request.param == "memory":
-        yield from serve(in_memory_container(Settings(**options)))
-        return
-    if request.param == "postgresql":
-        with postgres_engine() as engine:
-            container = start_container(Settings(database_url=engine.url.render_as_string(hide_password=False),
-                                                 **options))
-            yield from serve(container)
-            container.shutdown_resources()
-        return
-    container = start_container(Settings(database_url=f"sqlite:///{tmp_path / 'retry.db'}", **options))
-    yield from serve(container)
-    container.shutdown_resources()
+    container = make_container(backend=request.param, auth="required", rate_limit_per_minute=0, precheck=False,
+                               max_domains_per_job=2)
+    container.llm.override(llm)
+    container.searches.override(providers.Object((StaticSearch(),)))
+    key = anyio.run(lambda: create_key("team", [], container.api_keys()))
+    client = api_client(container.api(), raise_server_exceptions=True)
+    return container, client, {"Authorization": f"Bearer {key.secret}"}, llm
 
 
 def work_off(container: Container) -> int:
@@ -104,35 +85,32 @@ def test_a_cancelled_batch_is_not_retried_and_another_keys_batch_is_not_found(se
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "batch_not_found"
 
 
-def test_the_command_line_retries_failed_rows_and_cancels(tmp_path: Path) -> None:
+def test_the_command_line_retries_failed_rows_and_cancels(make_container: Callable[..., Container]) -> None:
     from tests.support.processes import run_cli
 
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
     llm = ScriptedLLM(YES, by_domain={"bad.com": ProviderError("bad.com: the model refused", retryable=False)})
-    container = start_container(Settings(database_url=url, precheck=False, max_domains_per_job=2))
+    container = make_container(precheck=False, max_domains_per_job=2)
+    url = container.settings().database_url
     container.llm.override(llm)
     container.searches.override(providers.Object((StaticSearch(),)))
-    try:
-        with TestClient(container.api()) as client:
-            batch = client.post("/batches", json={"domains": DOMAINS[:2]}).json()["batch_id"]
-            work_off(container)
-            llm.by_domain.clear()
-            retried = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", batch)
-            assert (retried.returncode, retried.stdout) == (
-                0, f"batch {batch}: 1 job(s) with failed rows queued again; answered rows are kept\n")
-            assert work_off(container) == 1
-            assert client.get(f"/batches/{batch}").json()["done"] == 2
-            assert llm.calls_about("good.com") == 1
+    with TestClient(container.api()) as client:
+        batch = client.post("/batches", json={"domains": DOMAINS[:2]}).json()["batch_id"]
+        work_off(container)
+        llm.by_domain.clear()
+        retried = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", batch)
+        assert (retried.returncode, retried.stdout) == (
+            0, f"batch {batch}: 1 job(s) with failed rows queued again; answered rows are kept\n")
+        assert work_off(container) == 1
+        assert client.get(f"/batches/{batch}").json()["done"] == 2
+        assert llm.calls_about("good.com") == 1
 
-            later = client.post("/batches", json={"domains": ["late.com"]}).json()["batch_id"]
-            cancelled = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "cancel", later)
-            assert cancelled.stdout == f"batch {later}: 1 job(s) cancelled; work started or finished is kept\n"
-            refused = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", later)
-            assert refused.returncode == 1 and "was cancelled: its failed rows are not retried" in refused.stderr
-            missing = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", "not-a-batch")
-            assert missing.returncode == 1 and "no batch with id 'not-a-batch'" in missing.stderr
-    finally:
-        container.shutdown_resources()
+        later = client.post("/batches", json={"domains": ["late.com"]}).json()["batch_id"]
+        cancelled = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "cancel", later)
+        assert cancelled.stdout == f"batch {later}: 1 job(s) cancelled; work started or finished is kept\n"
+        refused = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", later)
+        assert refused.returncode == 1 and "was cancelled: its failed rows are not retried" in refused.stderr
+        missing = run_cli({"FIRMSIFT_DATABASE_URL": url}, "batch", "retry", "not-a-batch")
+        assert missing.returncode == 1 and "no batch with id 'not-a-batch'" in missing.stderr
 
 
 def test_a_failure_that_was_billed_keeps_its_spend_and_is_not_retried(served) -> None:  # noqa: ANN001

@@ -8,16 +8,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from starlette.testclient import TestClient
 
-from firmsift.entrypoints.wiring.runtime import start_container
-from firmsift.entrypoints.settings import Settings
+from firmsift.entrypoints.wiring.container import Container
 from tests.support.databases import SQL_BACKENDS
-from tests.support.postgres import postgres_engine
 from tests.support.web_sessions import page_token
 
 HUGE = "9" * 5000  # past the 4,300 digits Python's int() reads
@@ -28,21 +25,13 @@ ROWS = ["acme.com", "beta.org", "localhost"]  # the last one is rejected: a row 
 
 
 @pytest.fixture(params=SQL_BACKENDS)
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
+def served(request: pytest.FixtureRequest, make_container: Callable[..., Container],
+           api_client: Callable[..., TestClient]) -> tuple[TestClient, str]:
     """The API (keys off, as `./dev serve` runs it) on a fresh database of the backend, and a batch of ROWS."""
-    def serve(url: str) -> Iterator[tuple[TestClient, str]]:
-        container = start_container(Settings(database_url=url, precheck=False))
-        with TestClient(container.api(), raise_server_exceptions=False) as client:
-            accepted = client.post("/batches", json={"classifier": "cpg", "domains": ROWS})
-            assert accepted.status_code == 202, accepted.text
-            yield client, accepted.json()["batch_id"]
-        container.shutdown_resources()
-
-    if request.param == "postgresql":
-        with postgres_engine() as engine:
-            yield from serve(engine.url.render_as_string(hide_password=False))
-    else:
-        yield from serve(f"sqlite:///{tmp_path / 'numbers.db'}")
+    client = api_client(make_container(backend=request.param, precheck=False).api())
+    accepted = client.post("/batches", json={"classifier": "cpg", "domains": ROWS})
+    assert accepted.status_code == 202, accepted.text
+    return client, accepted.json()["batch_id"]
 
 
 def refused(response, code: str) -> None:  # noqa: ANN001

@@ -1,13 +1,15 @@
-"""Fixtures the integration suites share, every graph built by the wiring: the app on a SQLite file
+"""Fixtures the integration suites share, every graph built by the wiring: containers started as
+firmsift starts them, on a SQLite file, a PostgreSQL database or in memory, and their API
 (`make_container`, `container`, `database`, `app`, `api_client`, `client`); the stores on every
-backend, in memory, SQLite and PostgreSQL (`backend_container`, `store`, `batches`); a migrated engine on
-each SQL backend (`engine`); one fixture per fake server (`fake_search_server`, `fake_llm_server`).
+backend, in memory, SQLite and PostgreSQL (`backend_container`, `store`, `batches`); a migrated
+engine on each SQL backend (`engine`); one fixture per fake server (`fake_search_server`,
+`fake_llm_server`).
 
 A module (or a test) says which container and client it wants with markers, merged closest last:
 `pytest.mark.container(auth="required", rate_limit_per_minute=0)` (`make_container`'s arguments:
 Settings, and `database`, the file's name) and `pytest.mark.client(base_url="https://testserver")`
 (the test client's options). A test that needs another container besides calls `make_container`
-with its settings."""
+with its settings, and `api_client` for a client on it."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 from sqlalchemy import Engine, make_url
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from firmsift.entrypoints.settings import Settings
@@ -97,7 +100,7 @@ def database(container: Container) -> Path:
 
 
 @pytest.fixture
-def app(container: Container):  # noqa: ANN201 - a Starlette app; starlette is imported by the wiring on demand
+def app(container: Container) -> Starlette:
     """`container`'s HTTP API (and web app)."""
     return container.api()
 
@@ -107,14 +110,14 @@ def api_client() -> Iterator[Callable[..., TestClient]]:
     """Opens a Starlette test client on an app (`api_client(app, **options)`), answering a server
     error as the app does (unless `raise_server_exceptions=True`); each is closed after the test."""
     with ExitStack() as clients:
-        def open_client(app: Any, **options: Any) -> TestClient:
+        def open_client(app: Starlette, **options: Any) -> TestClient:
             return clients.enter_context(TestClient(app, **{"raise_server_exceptions": False, **options}))
 
         yield open_client
 
 
 @pytest.fixture
-def client(request: pytest.FixtureRequest, app: Any, api_client: Callable[..., TestClient]) -> TestClient:
+def client(request: pytest.FixtureRequest, app: Starlette, api_client: Callable[..., TestClient]) -> TestClient:
     """A test client on `app`, with the test's `client` markers as options."""
     return api_client(app, **_marked(request, "client"))
 

@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class SettingsFields(BaseSettings):
-    """Every setting with its default and bounds, documented in the README (Settings adds the rules)."""
+    """Every setting with its default and bounds, documented in docs/reference/settings.md, generated from here (Settings adds the rules)."""
 
     model_config = SettingsConfigDict(env_prefix="FIRMSIFT_", extra="forbid", validate_default=True)
 

@@ -58,7 +58,7 @@ def _unknown_key(key: str) -> str:
     """A key of the configuration file (environment variables are never refused: see
     unknown_variables.py) that names no setting, with the nearest setting when one is close."""
     nearest = difflib.get_close_matches(key.lower(), list(Settings.model_fields), n=1, cutoff=0.75)
-    hint = f" (did you mean {nearest[0]}?)" if nearest else " (the README lists the settings)"
+    hint = f" (did you mean {nearest[0]}?)" if nearest else " (docs/reference/settings.md lists the settings)"
     return f"{key} in {_config_file()} is not a setting{hint}"
 
 

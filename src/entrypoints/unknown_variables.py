@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from firmsift.entrypoints.settings import CONFIG_FILE_VARIABLE, Settings
 
 PREFIX = "FIRMSIFT_"
-# FIRMSIFT_* variables read by something other than the settings, documented in the README.
+# FIRMSIFT_* variables read by something other than the settings, documented in docs/reference/settings.md.
 OTHER_VARIABLES = {
     CONFIG_FILE_VARIABLE: "the TOML settings file",
     "FIRMSIFT_API_KEY": "the API key `firmsift classify` sends",
@@ -36,6 +36,6 @@ def unknown_variable_warnings(environ: Mapping[str, str], known: Iterable[str] |
         if not upper.startswith(PREFIX) or upper in names:
             continue
         nearest = difflib.get_close_matches(upper, names, n=1, cutoff=0.75)
-        hint = f" (did you mean {nearest[0]}?)" if nearest else " (see the README for the settings)"
+        hint = f" (did you mean {nearest[0]}?)" if nearest else " (docs/reference/settings.md lists the settings)"
         warnings.append(f"{variable} is not a firmsift setting and is ignored{hint}")
     return warnings

@@ -317,4 +317,4 @@ def test_a_misspelt_key_in_the_configuration_file_names_the_file_and_the_setting
         Settings()
     assert startup_error_line(raised.value) == (
         f"invalid settings: llm_modle in {config} is not a setting (did you mean llm_model?); "
-        f"frobnicate in {config} is not a setting (the README lists the settings)")
+        f"frobnicate in {config} is not a setting (docs/reference/settings.md lists the settings)")

@@ -35,7 +35,7 @@ class LiteLLM(LadderedLLM):
         self._http = LitellmHttp()
         if not reads_within_limits(self._provider):
             log.warning("litellm reads this provider's answers without a size limit; firmsift bounds them "
-                        "(%s bytes) only for the providers it has checked (README, Untrusted content)",
+                        "(%s bytes) only for the providers it has checked (docs/explanation/reliability.md, What it guards against)",
                         f"{LLM_RESPONSE_LIMITS.max_bytes:,}", extra={"model": self.model})
 
     async def aclose(self) -> None:

@@ -15,8 +15,8 @@ created at import.
 Both read through the transport litellm would have used (aiohttp's by default, which asks
 aiohttp not to decompress and reads the environment's proxies itself; httpx's when
 DISABLE_AIOHTTP_TRANSPORT is set), wrapped by `BoundedTransport`, with litellm's SSL settings
-(SSL_VERIFY, SSL_CERT_FILE). A provider on neither list is read by litellm unbounded (README,
-"Untrusted content").
+(SSL_VERIFY, SSL_CERT_FILE). A provider on neither list is read by litellm unbounded (docs/explanation/reliability.md,
+"What it guards against").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ MAX_PROCESSES = 64  # `worker --processes` and `api --workers`
 DESCRIPTION = """\
 firmsift classifies companies by their web domain ("is this a CPG company?").
 Settings come from FIRMSIFT_* environment variables or the TOML file named by
-FIRMSIFT_CONFIG_FILE; see the README for every setting.
+FIRMSIFT_CONFIG_FILE; docs/reference/settings.md lists every setting.
 Exit codes: 0 success, 1 failure, 2 usage or configuration error, 130 interrupted (Ctrl-C);
 `classify` also 3: it finished, but some rows were rejected or failed."""
 

@@ -25,7 +25,7 @@ class ErrorObject(Body):
     message: str
     details: list[ErrorDetail] = Field(max_length=MAX_DETAILS, description=f"the first {MAX_DETAILS} offending values")
     details_omitted: int = optional("offending values not listed, when there are more", ge=1)
-    # The fields a 429 budget_exhausted adds; the contract also in README (Daily spend limits).
+    # The fields a 429 budget_exhausted adds; the contract also in docs/how-to/budgets.md (Daily spend limits).
     scope: Literal["key", "global"] = optional("budget_exhausted: whose daily limit is reached")
     limit_usd: float = optional("budget_exhausted: the daily limit, USD", ge=0)
     spent_usd: float = optional(

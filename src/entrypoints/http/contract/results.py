@@ -1,5 +1,5 @@
 """One domain's result in a job: the answer, the evidence it rests on, and what it cost (also in
-README: What an answer costs)."""
+docs/reference/jobs.md: What an answer costs)."""
 
 from __future__ import annotations
 

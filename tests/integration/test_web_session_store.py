@@ -5,14 +5,12 @@ its forms' secret between processes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from firmsift.adapters.memory.web_sessions import InMemoryWebSessions
 from firmsift.adapters.sql.tables import web_sessions
 from firmsift.adapters.sql.web_sessions import SqlWebSessions
 from firmsift.domain.web_sessions import ANONYMOUS_IDLE_SECONDS, IDLE_SECONDS, TOUCH_SECONDS, session_digest
@@ -34,13 +32,10 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=["memory", *SQL_BACKENDS])
-def sessions(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemoryWebSessions(clock=clock)
-        return
-    with migrated_engine(request.param, tmp_path) as engine:
-        yield SqlWebSessions(engine, clock=clock)
+@pytest.fixture
+def sessions(backend_container, clock: Clock) -> Any:  # noqa: ANN001
+    """The web session store on each backend, on the fake clock."""
+    return backend_container.web_sessions(clock=clock)
 
 
 async def test_a_session_replaced_at_sign_in_is_gone_and_the_new_one_has_fresh_secrets(sessions: Any) -> None:

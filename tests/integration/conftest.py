@@ -128,8 +128,8 @@ def backend_container(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
     them: in memory (`in_memory_container()`), and on a fresh SQLite file or PostgreSQL database
     (skipped when the server is unreachable, failed on CI: tests/support/postgres.py), migrated,
     whose engine the container is handed. Its providers are the stores: `backend_container.store()`,
-    `.human_answers()`, `.api_keys()`, `.web_sessions()`, `.answer_history()`, `.spend_ledger()`, `.batches()`,
-    `.deferred_questions()`, `.leases()`."""
+    `.human_answers()`, `.api_keys()`, `.web_sessions()`, `.answer_history()`, `.spend_ledger()`,
+    `.batches()`, `.deferred_questions()`, `.leases()`."""
     if request.param == "memory":
         container = in_memory_container()
         yield container

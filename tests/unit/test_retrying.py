@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from email.utils import formatdate
 
@@ -17,6 +16,7 @@ from firmsift.adapters.decorators.retrier import RetryPolicy
 from firmsift.adapters.decorators.retrying import RetryingLLM, RetryingSearch
 from firmsift.domain.errors import ProviderError
 from firmsift.domain.model import Evidence
+from tests.support.virtual_time import VIRTUAL_TIME_BACKEND, loop_clock
 
 SCHEMA: dict[str, object] = {"type": "object"}
 ANSWER = '{"is_cpg": true, "confidence": 5, "reasoning": "snacks"}'
@@ -164,14 +164,15 @@ async def test_time_spent_in_attempts_counts_against_the_deadline() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_deadline_cuts_a_hanging_attempt_short() -> None:
+@pytest.mark.parametrize("anyio_backend", [VIRTUAL_TIME_BACKEND])  # the 30 s answer need not be waited for
+async def test_the_deadline_cuts_a_hanging_attempt_short(anyio_backend: object) -> None:
     llm = ScriptedLLM(ANSWER, delay=30)
-    adapter = RetryingLLM(llm, RetryPolicy(deadline=0.2))
-    started = time.monotonic()
+    adapter = RetryingLLM(llm, RetryPolicy(deadline=0.2), clock=loop_clock)
+    started = loop_clock()
 
     with pytest.raises(ProviderError, match=r"no answer within the 0.2s deadline \(gave up after 1 attempt\)"):
         await ask(adapter)
-    assert time.monotonic() - started < 10  # the deadline, not the attempt's 30 s
+    assert loop_clock() - started == pytest.approx(0.2)  # on the loop's virtual clock: the deadline, not the 30 s
 
 
 def test_the_decorators_keep_the_name() -> None:

@@ -26,6 +26,7 @@ from firmsift.entrypoints.settings import Settings
 from firmsift.ports.providers import LLM, Completion
 from tests.support.fake_llm_server import FakeLLMServer, Reply, load_fixture
 from tests.support.llm_adapters import MakeLLM, adapter_class, maker
+from tests.support.waiting import no_hang
 
 __all__ = ["adapter_class"]  # the fixture every `real_llm` is made with
 
@@ -45,14 +46,35 @@ def server() -> Iterator[FakeLLMServer]:
 
 
 class RecordedSleep:
-    """asyncio.sleep that remembers every wait it was asked for."""
+    """A sleep that remembers every wait it was asked for, and how many requests the server had
+    seen when it was asked, instead of waiting: the test checks the code's decisions, not the clock."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: FakeLLMServer | None = None) -> None:
         self.waits: list[float] = []
+        self.requests_seen: list[int] = []
+        self._server = server
 
     async def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
-        await asyncio.sleep(seconds)
+        if self._server is not None:
+            self.requests_seen.append(len(self._server.requests))
+        await asyncio.sleep(0)
+
+
+class FrozenTime:
+    """The pacing's clock, standing still, and its sleep, recording when each wait would end
+    (on that clock) instead of waiting."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+        self.wakes: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.wakes.append(self.now + seconds)
+        await asyncio.sleep(0)
 
 
 @pytest.fixture
@@ -133,25 +155,28 @@ async def test_timeouts_and_refused_connections_are_retryable(server: FakeLLMSer
 async def test_a_429_with_retry_after_is_waited_out_then_answered(server: FakeLLMServer, real_llm: MakeLLM) -> None:
     server.enqueue("slow down", status=429, headers={"Retry-After": "1"})
     server.enqueue(ANSWER)
-    sleep = RecordedSleep()
-    started = time.monotonic()
+    sleep = RecordedSleep(server)
 
     completion = await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))
     assert completion.text == ANSWER
-    assert time.monotonic() - started >= 1.0
-    assert sleep.waits == [1.0]
+    # The wait asked for is the Retry-After (not QUICK's 0.01 s backoff), between the two requests.
+    assert (sleep.waits, sleep.requests_seen) == ([1.0], [1])
     assert len(server.requests) == 2
 
 
 async def test_a_503_with_an_http_date_is_waited_out_too(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue("overloaded", status=503, headers={"Retry-After": formatdate(time.time() + 2, usegmt=True)})
+    retry_at = int(time.time()) + 20  # an HTTP-date has whole seconds
+    server.enqueue("overloaded", status=503, headers={"Retry-After": formatdate(retry_at, usegmt=True)})
     server.enqueue(ANSWER)
-    sleep = RecordedSleep()
+    sleep = RecordedSleep(server)
 
+    before = time.time()
     assert (await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))).text == ANSWER
+    after = time.time()
+    # The wait is until the date, as read at some moment of the call: however long the call took.
     [wait] = sleep.waits
-    assert 0.5 < wait <= 2.0  # the date has whole seconds
-    assert len(server.requests) == 2
+    assert retry_at - after <= wait <= retry_at - before
+    assert sleep.requests_seen == [1] and len(server.requests) == 2
 
 
 async def test_two_500s_then_an_answer(server: FakeLLMServer, real_llm: MakeLLM) -> None:
@@ -176,15 +201,17 @@ async def test_persistent_500s_give_up_after_the_attempts_without_leaking_the_ke
 
 
 async def test_a_hanging_server_times_out_each_attempt_then_fails_in_bounded_time(real_llm: MakeLLM) -> None:
-    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))
-    with hanging as base_url:
-        started = time.monotonic()
-        error = await failure(RetryingLLM(real_llm(base_url, timeout=0.3), RetryPolicy(attempts=3, base_delay=0.01)))
-        elapsed = time.monotonic() - started
+    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))  # no answer until it stops
+    sleep = RecordedSleep(hanging)
+    # No deadline: only each attempt's own timeout can end it (without it, the call would hang).
+    policy = RetryPolicy(attempts=3, base_delay=0.01, jitter="none", deadline=None)
+    with hanging as base_url, no_hang():
+        error = await failure(RetryingLLM(real_llm(base_url, timeout=0.3), policy, sleep=sleep))
 
     assert "timed out" in str(error) and "gave up after 3 attempts" in str(error)
     assert len(hanging.requests) == 3
-    assert 0.9 <= elapsed < 4
+    # Each attempt ended (timed out) before the backoff that follows it: one request, then one wait.
+    assert (sleep.waits, sleep.requests_seen) == ([0.01, 0.02], [1, 2])
 
 
 async def test_a_timed_out_call_to_a_local_server_is_not_retried_so_no_abandoned_work_piles_up() -> None:
@@ -214,25 +241,24 @@ async def test_llama_cpp_pythons_500_refusal_is_not_retried_but_answered_in_the_
 
 
 async def test_the_deadline_bounds_a_hanging_server_across_attempts(real_llm: MakeLLM) -> None:
-    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))
+    hanging = FakeLLMServer(default=Reply(ANSWER, delay=math.inf))  # no answer until it stops
     policy = RetryPolicy(attempts=10, base_delay=0.01, deadline=1.0)
-    with hanging as base_url:
-        started = time.monotonic()
+    with hanging as base_url, no_hang():
         error = await failure(RetryingLLM(real_llm(base_url, timeout=0.4), policy))
-        elapsed = time.monotonic() - started
 
+    # Whether the deadline cut an attempt short or refused a wait that would pass it, it ended the
+    # call: an attempt lasts its 0.4 s timeout at least, so at most three began within the 1 s.
     assert "1s deadline" in str(error)
-    assert 1 <= len(hanging.requests) <= 3  # each attempt times out after 0.4 s; the deadline cuts the last
-    assert elapsed < 3  # ten attempts of 0.4 s, unbounded, would take 4 s
+    assert 1 <= len(hanging.requests) <= 3  # not the ten attempts allowed
 
 
 async def test_a_retry_after_beyond_the_cap_fails_at_once(server: FakeLLMServer, real_llm: MakeLLM) -> None:
     server.enqueue("come back in an hour", status=429, headers={"Retry-After": "3600"})
-    started = time.monotonic()
+    sleep = RecordedSleep(server)
 
-    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))
     assert "asked to wait 3600s" in str(error)
-    assert time.monotonic() - started < 10  # not the hour asked for
+    assert sleep.waits == []  # no wait at all, let alone the hour asked for
     assert len(server.requests) == 1
 
 
@@ -267,41 +293,30 @@ async def test_an_unreachable_provider_is_retried_then_reported(real_llm: MakeLL
 # --- the requests-per-minute ceiling of the pacing ------------------------------------------
 
 
-class Stamped:
-    """Records when each call reaches the adapter it wraps."""
-
-    def __init__(self, llm: LLM) -> None:
-        self.inner = llm
-        self.model = llm.model
-        self.stamps: list[float] = []
-
-    async def complete(self, system: str, user: str, *, json_schema: dict[str, Any]) -> Completion:
-        self.stamps.append(time.monotonic())
-        return await self.inner.complete(system, user, json_schema=json_schema)
-
-
-def paced(llm: LLM) -> PacedLLM:
-    return PacedLLM(llm, InMemoryPacing(), key="fake-model@127.0.0.1", ceiling=300)  # one call every 0.2 s
+def paced(llm: LLM, frozen: FrozenTime) -> PacedLLM:
+    return PacedLLM(llm, InMemoryPacing(clock=frozen.clock), key="fake-model@127.0.0.1", ceiling=300,  # 0.2 s apart
+                    clock=frozen.clock, sleep=frozen.sleep)
 
 
 async def test_concurrent_calls_beyond_the_ceiling_queue_up(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    stamped = Stamped(real_llm(server.base_url))
-    limited = paced(stamped)
+    frozen = FrozenTime()
+    limited = paced(real_llm(server.base_url), frozen)
 
     answers = await asyncio.gather(*(ask(limited) for _ in range(4)))
-    assert len(answers) == 4 and len(server.requests) == 4
-    # Turns are 0.2 s apart; a loaded event loop may run one late, never the next one early.
-    since_first = [stamp - stamped.stamps[0] for stamp in stamped.stamps]
-    assert all(elapsed >= 0.2 * n - 0.05 for n, elapsed in enumerate(since_first)), since_first
-    assert since_first[-1] < 5  # queued, not refused or stuck
+    assert len(answers) == 4 and len(server.requests) == 4  # queued, not refused or stuck
+    # All four asked at once: the first goes at once, each other waits for its turn, 0.2 s apart.
+    assert sorted(wake - frozen.now for wake in frozen.wakes) == pytest.approx([0.2, 0.4, 0.6])
 
 
 async def test_each_retry_takes_a_paced_turn_too(server: FakeLLMServer, real_llm: MakeLLM) -> None:
     server.enqueue("boom", status=500)
-    stamped = Stamped(real_llm(server.base_url))
+    frozen = FrozenTime()
+    backoff = RecordedSleep(server)
     # The recommended order: retries outside, so every attempt waits for its own slot.
-    llm = RetryingLLM(paced(stamped), QUICK)
+    llm = RetryingLLM(paced(real_llm(server.base_url), frozen), QUICK, sleep=backoff)
 
     assert (await ask(llm)).text
-    [first, second] = stamped.stamps
-    assert second - first >= 0.19  # the 0.01 s backoff alone would have been quicker
+    assert len(server.requests) == 2
+    assert backoff.waits == [0.01]
+    # The retry waited for the next turn, 0.2 s after the first attempt's: not just the backoff.
+    assert [wake - frozen.now for wake in frozen.wakes] == pytest.approx([0.2])

@@ -8,22 +8,22 @@ import asyncio
 import random
 import subprocess
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.queue_listen import APPLICATION_NAME
 from firmsift.ports.queue import QueueMessage
 from tests.support.postgres import postgres_engine
+from tests.support.waiting import HANG_SECONDS, eventually, no_hang
 
 pytestmark = pytest.mark.anyio
-SLOW_POLL = 10.0  # no test below waits this long: a prompt wake-up can only be a notification
+HOUR = 3600.0  # a poll interval and a wait no test outlives: a receive that ends was woken
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ async def engines(database: Engine) -> AsyncIterator[list[Engine]]:
         engine.dispose()
 
 
-def _queue(engine: Engine, *, poll_interval: float = SLOW_POLL, **overrides: object) -> SqlQueue:
+def _queue(engine: Engine, *, poll_interval: float = HOUR, **overrides: object) -> SqlQueue:
     settings: dict[str, object] = {"visibility_timeout": 120, "max_receives": None, "poll_interval": poll_interval, **overrides}
     return SqlQueue(engine, "work.fifo", **settings)
 
@@ -102,7 +102,8 @@ async def test_sends_to_one_group_take_turns_so_a_late_commit_cannot_jump_the_qu
         await asyncio.sleep(0.5)
         assert not second.done()  # waits for the first send's transaction
         assert await receiver.receive(max_messages=10) == []
-    await asyncio.wait_for(second, 5)
+    with no_hang():
+        await second
     [head] = await receiver.receive(max_messages=10)
     assert head.body == "first"
     assert await receiver.receive(max_messages=10) == []  # the group waits behind its head
@@ -110,96 +111,113 @@ async def test_sends_to_one_group_take_turns_so_a_late_commit_cannot_jump_the_qu
     assert [m.body for m in await receiver.receive(max_messages=10)] == ["second"]
 
 
-async def _timed_receive(queue: SqlQueue, wait_seconds: float) -> tuple[list[QueueMessage], float]:
-    messages = await queue.receive(wait_seconds=wait_seconds)
-    return messages, time.perf_counter()
+class Looks:
+    """Counts the transactions on one engine: with only a receiver on it, each is a look at the
+    queue (the listener has a connection of its own, outside the engine's pool)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.count = 0
+        event.listen(engine, "begin", self._began)
+
+    def _began(self, conn: object) -> None:
+        self.count += 1
 
 
-async def _wait_for_listener(database: Engine, *, other_than: int | None = None) -> int:
-    """The server pid of the queue listener's connection, once it is LISTENing."""
+async def _listener_pid(database: Engine, *, other_than: int | None = None) -> int:
+    """The server pid of the queue listener's connection, once it has connected."""
     query = text("SELECT pid FROM pg_stat_activity WHERE application_name = :name"
                  " AND datname = current_database() AND pid IS DISTINCT FROM :other")
-    for _ in range(100):
+    found: list[int] = []
+
+    def connected() -> bool:
         with database.connect() as conn:
             pid = conn.execute(query, {"name": APPLICATION_NAME, "other": other_than}).scalar()
-        if pid is not None:
-            await asyncio.sleep(0.3)  # time for the LISTEN itself after connecting
-            return int(pid)
-        await asyncio.sleep(0.05)
-    raise AssertionError("the queue listener never connected")
+        found.extend([] if pid is None else [int(pid)])
+        return bool(found)
+
+    await eventually(connected, "the queue listener never connected")
+    return found[0]
 
 
-async def test_a_send_on_another_engine_wakes_a_waiting_receive_at_once(
-    database: Engine, engines: list[Engine]
-) -> None:
+async def _listening(looks: Looks, count: int) -> None:
+    """Until the receiver has looked `count` times. A waiting receive looks once when it starts
+    and once more each time the listener (re)connects and LISTENs: it rings then, for a send it
+    may have missed. So the second look means the LISTEN is in effect."""
+    await eventually(lambda: looks.count >= count, f"the receive never looked {count} times")
+
+
+async def test_a_send_on_another_engine_wakes_a_waiting_receive_at_once(engines: list[Engine]) -> None:
     receiver, sender = _queue(engines[0]), _queue(engines[1])
-    started = time.perf_counter()
-    waiting = asyncio.create_task(_timed_receive(receiver, wait_seconds=20))
-    await _wait_for_listener(database)
+    looks = Looks(engines[0])
+    # Polling every hour and waiting as long: found at all, the message was found by a wake-up.
+    waiting = asyncio.create_task(receiver.receive(wait_seconds=HOUR))
+    await _listening(looks, 2)
     await sender.send("wake", group_id="g", dedup_id="d")
-    messages, woke_at = await asyncio.wait_for(waiting, 5)
+    with no_hang():
+        messages = await waiting
     assert [m.body for m in messages] == ["wake"]
-    # Engines do not share doorbells, and the receive's next look after its first is SLOW_POLL
-    # after it started: found before then, it was the notification (not timed against the send,
-    # which a loaded machine can stretch past any small figure).
-    assert woke_at - started < SLOW_POLL
+    assert looks.count == 3  # engines do not share doorbells: the notification woke it
 
 
-async def test_without_a_notification_only_polling_finds_a_message(
-    database: Engine, engines: list[Engine]
-) -> None:
-    # The control for the test above: a row written behind the queue's back notifies nobody,
-    # so a receive polling every 10 s finds it only at the last look when its 3 s wait ends.
-    receiver = _queue(engines[0])
-    waiting = asyncio.create_task(_timed_receive(receiver, wait_seconds=3))
-    await _wait_for_listener(database)
+async def test_without_a_notification_a_waiting_receive_does_not_look_again(engines: list[Engine]) -> None:
+    # The control for the test above: a row written behind the queue's back notifies nobody, so
+    # the receive finds it only when something else wakes it: here a send to another group.
+    receiver, sender = _queue(engines[0]), _queue(engines[1])
+    looks = Looks(engines[0])
+    waiting = asyncio.create_task(receiver.receive(max_messages=10, wait_seconds=HOUR))
+    await _listening(looks, 2)
     with engines[1].begin() as conn:
         conn.execute(text("INSERT INTO queue_messages (queue, group_id, body, sent_at, visible_at)"
-                          " VALUES ('work.fifo', 'g', 'silent', 0, 0)"))
-    written_at = time.perf_counter()
-    messages, found_at = await asyncio.wait_for(waiting, 10)
-    assert [m.body for m in messages] == ["silent"]
-    assert found_at - written_at > 2.0
+                          " VALUES ('work.fifo', 'g-silent', 'silent', 0, 0)"))
+    await sender.send("wake", group_id="g", dedup_id="d")
+    with no_hang():
+        messages = await waiting
+    # One look for both: had the silent row woken the receive, it would have come back alone.
+    assert sorted(m.body for m in messages) == ["silent", "wake"]
+    assert looks.count == 3
 
 
 async def test_the_listener_reconnects_after_its_connection_is_killed(
     database: Engine, engines: list[Engine]
 ) -> None:
     receiver, sender = _queue(engines[0]), _queue(engines[1])
-    started = time.perf_counter()
-    first = asyncio.create_task(_timed_receive(receiver, wait_seconds=20))
-    pid = await _wait_for_listener(database)
+    looks = Looks(engines[0])
+    first = asyncio.create_task(receiver.receive(wait_seconds=HOUR))
+    await _listening(looks, 2)
+    pid = await _listener_pid(database)
     with database.connect() as conn:
         assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar_one()
-    await _wait_for_listener(database, other_than=pid)
+    await _listener_pid(database, other_than=pid)
+    await _listening(looks, 3)  # the new connection LISTENs, and rings once
     await sender.send("after reconnect", group_id="g", dedup_id="d")
-    [message], found_at = await asyncio.wait_for(first, 5)
+    with no_hang():
+        [message] = await first
     assert message.body == "after reconnect"
-    # Before the receive's first poll after its start: the new listener's notification woke it.
-    assert found_at - started < SLOW_POLL
+    assert looks.count == 4  # the new listener's notification woke it: no poll came in an hour
 
 
 _CHILD_SENDER = """
-import asyncio, sys, time
+import asyncio, sys
 from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.queue import SqlQueue
 queue = SqlQueue(make_engine(sys.argv[1]), "work.fifo", visibility_timeout=30, max_receives=3)
-message_id = asyncio.run(queue.send("from another process", group_id="g", dedup_id="d"))
-print(message_id, time.time())
+print(asyncio.run(queue.send("from another process", group_id="g", dedup_id="d")))
 """
 
 
 async def test_a_send_from_another_process_wakes_a_waiting_receive(
     database: Engine, engines: list[Engine]
 ) -> None:
-    waiting = asyncio.create_task(_queue(engines[0]).receive(wait_seconds=20))
-    await _wait_for_listener(database)
+    looks = Looks(engines[0])
+    waiting = asyncio.create_task(_queue(engines[0]).receive(wait_seconds=HOUR))
+    await _listening(looks, 2)
     url = database.url.render_as_string(hide_password=False)
     child = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", _CHILD_SENDER, url], capture_output=True, text=True, timeout=60,
+        subprocess.run, [sys.executable, "-c", _CHILD_SENDER, url], capture_output=True, text=True,
+        timeout=HANG_SECONDS,
     )
     assert child.returncode == 0, child.stderr
-    message_id, sent_at = child.stdout.split()
-    [message] = await asyncio.wait_for(waiting, 5)
+    message_id = child.stdout.strip()
+    with no_hang():  # the receive polls every hour: only the notification can end it sooner
+        [message] = await waiting
     assert (message.message_id, message.body) == (message_id, "from another process")
-    assert time.time() - float(sent_at) < 5  # well before the 10 s poll, however slow the child's exit

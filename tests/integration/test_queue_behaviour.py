@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
@@ -14,8 +13,12 @@ from firmsift.domain.errors import StaleReceipt
 from firmsift.domain.work_messages import OutgoingMessage
 from tests.support.queue_backends import BACKENDS, Backend, Clock, OpenedQueue, QueueSettings, not_on
 from tests.support.sqs_emulator import sqs_emulator
+from tests.support.virtual_time import VIRTUAL_TIME_BACKEND, VirtualTimeLoop
+from tests.support.waiting import no_hang
 
 pytestmark = pytest.mark.anyio
+HOUR = 3600.0  # a poll interval or a wait no test outlives
+SQS_LONGEST_POLL = 20  # seconds: SQS's limit on a long poll
 
 
 @pytest.fixture(scope="module")
@@ -242,42 +245,74 @@ async def test_receive_rejects_a_batch_size_sqs_would_reject(opened: OpenedQueue
             await opened.queue.receive(max_messages=size)
 
 
-async def test_a_long_poll_wakes_promptly_on_a_send_from_another_task(backend: Backend) -> None:
-    # Polling every 10 s, a poll of 5 s finds the message before its end only by being woken.
-    opened = backend.open(QueueSettings(poll_interval=10.0, clock=backend.clock))
+async def test_a_long_poll_wakes_promptly_on_a_send_from_another_task(
+    backend: Backend, request: pytest.FixtureRequest,
+) -> None:
+    # Polling every hour and waiting as long: a receive that returns the message sent meanwhile
+    # was woken by the send (no_hang fails it long before any poll). SQS long-polls at most 20 s,
+    # and the waking is the service's: there the receive shows only that waiting holds up no
+    # other task (a blocked event loop would send only after an empty receive).
+    opened = backend.open(QueueSettings(poll_interval=HOUR, clock=backend.clock))
+    longest = SQS_LONGEST_POLL if request.node.callspec.params["backend"] == "sqs" else HOUR
 
     async def send_soon() -> None:
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # most likely once the receive waits; if not, it finds the message at once
         await opened.other_handle.send("wake", group_id="g", dedup_id="d")
 
-    started = time.perf_counter()
     sender = asyncio.create_task(send_soon())
-    messages = await opened.queue.receive(wait_seconds=5)
-    elapsed = time.perf_counter() - started
+    with no_hang():
+        messages = await opened.queue.receive(wait_seconds=longest)
     await sender
     assert [m.body for m in messages] == ["wake"]
-    assert elapsed < 4.0  # the poll's end is at 5 s, its next poll at 10 s
 
 
-async def test_an_empty_long_poll_waits_out_its_time_without_spinning(backend: Backend) -> None:
+class Jumps:
+    """The waits of a virtual-time loop, each as the jump of its clock: a real receive would
+    have slept that long (see tests/support/virtual_time.py)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seconds: list[float] = []
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, VirtualTimeLoop)
+        advance = loop.advance
+
+        def record(seconds: float) -> None:
+            self.seconds.append(seconds)
+            advance(seconds)
+
+        monkeypatch.setattr(loop, "advance", record)
+
+
+@not_on("sqs", "SQS times its long polls itself, in real seconds; the wait the adapter asks for is checked in"
+               " test_sqs_queue.py")
+@pytest.mark.parametrize("anyio_backend", [VIRTUAL_TIME_BACKEND])
+async def test_an_empty_long_poll_waits_out_its_time_without_spinning(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, anyio_backend: object,
+) -> None:
     # A lease far longer than the poll, so the in-flight message cannot end the poll early; a
     # poll interval far longer too, so a poll that overstays its time until the next poll shows.
     opened = backend.open(QueueSettings(visibility_timeout=30, poll_interval=10.0, clock=backend.clock))
     await opened.queue.send("in flight", group_id="g", dedup_id="d")
     await opened.queue.receive()  # an in-flight message must not make the poll spin either
-    started, cpu_started = time.perf_counter(), time.process_time()
+    jumps = Jumps(monkeypatch)
     assert await opened.queue.receive(wait_seconds=1.0) == []
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    assert 0.95 <= elapsed < 5.0
-    assert cpu < 0.1
+    assert jumps.seconds == [1.0]  # one wait, of the whole second: not cut short, not spun, not overstayed
 
 
-async def test_a_long_poll_wakes_when_an_in_flight_message_times_out(backend: Backend) -> None:
+@not_on("sqs", "SQS times leases and long polls itself, in real seconds")
+@pytest.mark.parametrize("anyio_backend", [VIRTUAL_TIME_BACKEND])
+async def test_a_long_poll_wakes_when_an_in_flight_message_times_out(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, anyio_backend: object,
+) -> None:
+    # Leases on the loop's virtual clock (read from the SQL queue's threads too): the receive's
+    # waits and the lease's lapse on one timeline.
     timeout = backend.shortest_real_timeout
-    opened = backend.open(QueueSettings(visibility_timeout=timeout, poll_interval=10.0, clock=time.time))
+    opened = backend.open(QueueSettings(visibility_timeout=timeout, poll_interval=10.0,
+                                        clock=asyncio.get_running_loop().time))
     await opened.queue.send("job", group_id="g", dedup_id="d")
     await opened.queue.receive()
-    started = time.perf_counter()
+    jumps = Jumps(monkeypatch)
     [again] = await opened.queue.receive(wait_seconds=5)
     assert again.receive_count == 2
-    assert time.perf_counter() - started < timeout + 3.0  # not at the poll's end (5 s) or next poll (10 s)
+    # Woken when the lease lapsed: not at the poll's end (5 s) or its next poll (10 s).
+    assert sum(jumps.seconds) == pytest.approx(timeout)

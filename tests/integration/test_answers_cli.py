@@ -13,6 +13,7 @@ from pathlib import Path
 
 from firmsift.domain.evaluation import LabelledDomain
 from firmsift.entrypoints.wiring.container import Container
+from firmsift.entrypoints.wiring.evaluation import evaluation_backends
 from firmsift.entrypoints.eval.human_labels import human_labels
 from firmsift.entrypoints.settings import Settings
 from tests.support.processes import REPO
@@ -65,9 +66,9 @@ def test_import_keeps_good_rows_reports_bad_ones_by_line_and_is_idempotent(tmp_p
     assert "imported 0 human answer(s), 2 unchanged; 0 row(s) rejected" in firmsift(
         tmp_path, "answers", "import", str(tmp_path / "exported.csv")).stdout
 
-    base = Container(settings=Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
-    assert human_labels(base, "cpg") == [LabelledDomain("acme.com", True, "makes soap"),
-                                         LabelledDomain("qux.com", False, "a bank")]
+    backends = evaluation_backends(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    assert human_labels(backends, "cpg") == [LabelledDomain("acme.com", True, "makes soap"),
+                                             LabelledDomain("qux.com", False, "a bank")]
 
 
 def test_undo_restores_the_earlier_answer_then_none_then_says_there_is_nothing(tmp_path: Path) -> None:

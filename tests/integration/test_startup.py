@@ -22,8 +22,8 @@ from firmsift.adapters.sql.engine import make_engine
 from firmsift.adapters.sql.migrations import upgrade
 from firmsift.domain.evaluation import LabelledDomain
 from firmsift.entrypoints.wiring.config_summary import log_effective_configuration
-from firmsift.entrypoints.wiring.container import Container
 from firmsift.entrypoints.wiring.database_file import database_to_create, describe_database
+from firmsift.entrypoints.wiring.evaluation import evaluation_backends
 from firmsift.entrypoints.eval.command import _known
 from firmsift.entrypoints.wiring.llm_credentials import MissingLLMCredentials, llm_credentials_problem, require_llm_credentials
 from firmsift.entrypoints.logs import JsonFormatter
@@ -289,9 +289,9 @@ def test_eval_with_known_companies_creates_no_database(tmp_path: Path) -> None:
     """Run from the wrong directory, `eval --known-companies` must not leave an empty database
     behind, which the other commands would then take for the real one."""
     path = tmp_path / "firmsift-data" / "firmsift.db"
-    container = Container(settings=Settings(database_url=f"sqlite:///{path}"))
+    backends = evaluation_backends(Settings(database_url=f"sqlite:///{path}"))
     with pytest.raises(ConfigurationError, match="no database at"):
-        _known(Namespace(known_companies=True), [LabelledDomain("unilever.com", True)], container)
+        _known(Namespace(known_companies=True), [LabelledDomain("unilever.com", True)], backends)
     assert not path.exists() and not path.parent.exists()
 
 

@@ -42,8 +42,9 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from firmsift.entrypoints.eval.command import run_eval  # litellm and the report code: only here
+    from firmsift.entrypoints.wiring.evaluation import evaluation_backends
 
-    return run_eval(args)
+    return run_eval(args, evaluation_backends(Settings()))
 
 
 def _llm(args: argparse.Namespace) -> int:

@@ -6,33 +6,22 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from dependency_injector import providers
-from pydantic import SecretStr
-
-from firmsift.adapters.files.classifiers import ClassifierFileError, parse_classifier
-from firmsift.adapters.files.jsonl import JsonlFileError
-from firmsift.adapters.files.site_signatures import SignatureFileError
-from firmsift.adapters.llm.endpoint import is_local_api_base
-from firmsift.adapters.decorators.retrier import RetryTally
 from firmsift.domain.errors import FirmsiftError
 from firmsift.domain.evaluation import LabelledDomain, Outcome
 from firmsift.domain.known_companies import with_parents
 from firmsift.domain.model import Classifier, KnownCompany
-from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.files.csv_files import CsvFileError
-from firmsift.entrypoints.wiring.database_file import database_to_create
+from firmsift.entrypoints.eval.backends import CandidateBackends, EvaluationBackends, RetryCounts, UnreadableFile
 from firmsift.entrypoints.eval.document import report_document
 from firmsift.entrypoints.eval.human_labels import human_labels, labels_name
 from firmsift.entrypoints.eval.inputs import CandidateDeclaration, EvalInputError, read_candidates, read_labels
 from firmsift.entrypoints.eval.progress import ProgressBar
 from firmsift.entrypoints.eval.report import summary_table, write_reports
-from firmsift.entrypoints.wiring.lazy_adapters import LOCAL_SERVER_PLACEHOLDER_KEY, uses_direct_llm_client
-from firmsift.entrypoints.settings import ConfigurationError, Settings
+from firmsift.entrypoints.files.csv_files import CsvFileError
+from firmsift.entrypoints.settings import ConfigurationError
 from firmsift.ports.infrastructure_errors import DatabaseFailure, InvalidDatabaseUrl
 from firmsift.services.evaluation_precheck import LiveSiteStatuses, ReplayedSiteStatuses, SiteStatuses
 from firmsift.services.evaluation_run import (
@@ -49,44 +38,44 @@ from firmsift.services.evaluation_run import (
 EVIDENCE_MODES = {"live": "live", "record": "recorded", "replay": "replayed"}
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    """Exit 0 once the reports are written; usage errors raise ConfigurationError (exit 2)."""
-    settings = Settings()
-    base = Container(settings=settings)
+def run_eval(args: argparse.Namespace, backends: EvaluationBackends) -> int:
+    """Exit 0 once the reports are written; usage errors raise ConfigurationError (exit 2).
+    `backends` is what the run takes from outside, from the wiring (wiring/evaluation.py)."""
+    settings = backends.settings
     mode = "record" if args.record else "replay" if args.replay else "live"
-    tallies: dict[str, RetryTally] = {}
     labels_source, stem = labels_name(args)
     folder = args.output or Path("eval-reports") / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{stem}"
     try:
-        labels = (human_labels(base, args.classifier) if args.human_labels else read_labels(args.labels))[: args.limit]
+        labels = (human_labels(backends, args.classifier) if args.human_labels
+                  else read_labels(args.labels))[: args.limit]
         # Every folder written to is checked before anything is paid for.
         _writable_folder(folder, "--output")
         if mode == "record":
             _writable_folder(args.snapshots, "--snapshots")
         declarations = (read_candidates(args.candidates) if args.candidates
                         else [CandidateDeclaration(name=settings.llm_model)])
-        cache = None if args.no_cache else base.eval_cache(args.cache)
-        site_statuses = _site_statuses(base, args, mode)
+        cache = None if args.no_cache else backends.completion_cache(args.cache)
+        site_statuses = _site_statuses(backends, args, mode)
         # A domain the recorded pre-check ended was never searched: its replay needs no evidence.
         needed = [i.domain for i in labels
                   if not (isinstance(site_statuses, ReplayedSiteStatuses) and site_statuses.ends(i.domain))]
-        candidates, on_litellm = _candidates(declarations, base, args, mode, needed, tallies)
-    except (EvalInputError, CsvFileError, ClassifierFileError, JsonlFileError, MissingSnapshots,
-            SignatureFileError) as error:
+        candidates = _candidates(declarations, backends, args, mode, needed)
+    except (EvalInputError, CsvFileError, UnreadableFile, MissingSnapshots) as error:
         raise ConfigurationError(str(error)) from None
     except OSError as error:
         raise ConfigurationError(f"{error.filename or 'a file'}: {error.strerror or error}") from None
     prices = {c.spec.model: (d.input_cost_per_million, d.output_cost_per_million)
-              for c, d in zip(candidates, declarations, strict=True)
+              for (c, _), d in zip(candidates, declarations, strict=True)
               if d.input_cost_per_million is not None and d.output_cost_per_million is not None}
     # A local server costs nothing per token: no price from litellm's map unless the candidate gave one.
-    local = {c.spec.model for c in candidates if is_local_api_base(c.spec.api_base)}
-    run = Evaluation(labels, candidates, base.eval_pricing(prices, local, on_litellm), cache=cache,
-                     known=_known(args, labels, base), site_statuses=site_statuses,
+    local = {c.spec.model for c, graph in candidates if graph.local}
+    on_litellm = {c.spec.model for c, graph in candidates if graph.on_litellm}
+    run = Evaluation(labels, [c for c, _ in candidates], backends.pricing(prices, local, on_litellm), cache=cache,
+                     known=_known(args, labels, backends), site_statuses=site_statuses,
                      concurrency=args.concurrency or settings.llm_concurrency, on_progress=ProgressBar())
     started = datetime.now(UTC)
     try:
-        outcomes = asyncio.run(_evaluate(run, base))
+        outcomes = asyncio.run(_evaluate(run, backends))
     except ExceptionGroup as group:
         failed = group.subgroup(OSError)  # the cache could not be written (disk full): stop and say so
         if failed is None:
@@ -101,13 +90,15 @@ def run_eval(args: argparse.Namespace) -> int:
     document = report_document(labels_file=labels_source, labels=labels, evidence=EVIDENCE_MODES[mode],
                                precheck=site_statuses is not None,
                                started_at=started, finished_at=datetime.now(UTC),
-                               specs=[c.spec for c in candidates], outcomes=outcomes)
+                               specs=[c.spec for c, _ in candidates], outcomes=outcomes,
+                               local={c.spec.name for c, graph in candidates if graph.local})
+    retries: Mapping[str, RetryCounts] = {c.spec.name: graph.retries for c, graph in candidates}
     for candidate in document["candidates"]:
-        tally = tallies.get(candidate["name"], RetryTally())
+        tally = retries[candidate["name"]]
         candidate["retries"] = {"total": tally.total, "by_cause": dict(tally.by_cause.most_common())}
     written = write_reports(document, folder)
     print(summary_table(document))
-    for name, tally in tallies.items():
+    for name, tally in retries.items():
         print(f"LLM retries for {name}: {tally.summary()}", file=sys.stderr)
     print("reports: " + ", ".join(str(path) for path in written), file=sys.stderr)
     return 0
@@ -129,91 +120,58 @@ def _writable_folder(folder: Path, option: str) -> None:
         raise ConfigurationError(f"{option} {folder}: cannot create or write it ({existing} is not a writable folder)")
 
 
-def _candidates(declarations: Sequence[CandidateDeclaration], base: Container, args: argparse.Namespace,
-                mode: str, needed: Sequence[str], tallies: dict[str, RetryTally]) -> tuple[list[Candidate], set[str]]:
+def _candidates(declarations: Sequence[CandidateDeclaration], backends: EvaluationBackends,
+                args: argparse.Namespace, mode: str,
+                needed: Sequence[str]) -> list[tuple[Candidate, CandidateBackends]]:
     """Each candidate with its classifier, its LLM as the worker wraps it (rate budget, retries,
-    counted by cause in `tallies` under the candidate's name), and its evidence source: one per
-    search provider, shared by the candidates that use it (on replay, holding every `needed` domain);
-    and the models litellm serves (the others, the direct client: make_eval_pricing)."""
-    snapshots = base.eval_snapshots(args.snapshots)
-    catalog = base.catalog()
+    counted by cause in its graph's `retries`), and its evidence source: one per search provider,
+    shared by the candidates that use it (on replay, holding every `needed` domain); each beside
+    the graph it was built from (what serves its model, its retries)."""
+    snapshots = backends.snapshots(args.snapshots)
+    catalog = backends.catalog()
     sources: dict[str, EvidenceSource] = {}
-    candidates: list[Candidate] = []
-    on_litellm: set[str] = set()
+    candidates: list[tuple[Candidate, CandidateBackends]] = []
     for declaration in declarations:
-        container = _candidate_container(base, declaration, tallies.setdefault(declaration.name, RetryTally()))
-        settings = container.settings()
+        graph = backends.candidate(declaration)
+        settings = graph.settings
         provider = settings.search_provider
         if provider not in sources:
             sources[provider] = (ReplayedEvidence(snapshots, provider, needed) if mode == "replay"
-                                 else LiveEvidence(container.worker_search(), provider,
+                                 else LiveEvidence(graph.search(), provider,
                                                    record_to=snapshots if mode == "record" else None))
-        classifier = _classifier(declaration, catalog, args.classifier)
+        classifier = _classifier(declaration, catalog, args.classifier, backends)
         spec = CandidateSpec(declaration.name, settings.llm_model, settings.llm_api_base,
                              classifier.name, classifier.prompt_version, provider, settings.llm_max_tokens)
-        candidates.append(Candidate(spec, classifier, container.worker_llm(), sources[provider]))
-        if not uses_direct_llm_client(settings):
-            on_litellm.add(settings.llm_model)
-    return candidates, on_litellm
+        candidates.append((Candidate(spec, classifier, graph.llm(), sources[provider]), graph))
+    return candidates
 
 
-def _site_statuses(base: Container, args: argparse.Namespace, mode: str) -> SiteStatuses | None:
+def _site_statuses(backends: EvaluationBackends, args: argparse.Namespace, mode: str) -> SiteStatuses | None:
     """The pre-check, as the worker runs it: on when FIRMSIFT_PRECHECK is (the default) unless
     --no-precheck; live (and recorded with --record), or the recorded statuses with --replay."""
-    if args.no_precheck or not base.settings().precheck:
+    if args.no_precheck or not backends.settings.precheck:
         return None
-    snapshots = base.eval_snapshots(args.snapshots)
+    snapshots = backends.snapshots(args.snapshots)
     if mode == "replay":
         return ReplayedSiteStatuses(snapshots)
-    return LiveSiteStatuses(base.eval_precheck(), record_to=snapshots if mode == "record" else None)
+    return LiveSiteStatuses(backends.precheck(), record_to=snapshots if mode == "record" else None)
 
 
-def _candidate_container(base: Container, declaration: CandidateDeclaration, tally: RetryTally) -> Container:
-    """The wiring of one candidate: its own settings, its LLM retries counted in `tally`, and its
-    HTTP clients opened among the run's (base's), so that they close when the run ends."""
-    container = Container(settings=_candidate_settings(base.settings(), declaration))
-    container.llm_retry_tally.override(providers.Object(tally))
-    container.llm_pacing.override(base.local_pacing)  # no database: the candidates pace in memory
-    container.http_clients.override(base.http_clients)
-    return container
-
-
-async def _evaluate(run: Evaluation, base: Container) -> dict[str, tuple[Outcome, ...]]:
-    async with base.http_clients():  # the candidates' search clients: replayed evidence opened none
+async def _evaluate(run: Evaluation, backends: EvaluationBackends) -> dict[str, tuple[Outcome, ...]]:
+    async with backends.http_clients():  # the candidates' search clients: replayed evidence opened none
         return await evaluate(run)
 
 
-def _candidate_settings(base: Settings, declaration: CandidateDeclaration) -> Settings:
-    """The settings with this candidate's model, API base, key and search provider in place.
-    Built anew (not copied) so the settings' own checks run on the combination."""
-    overrides: dict[str, Any] = {}
-    if declaration.model:
-        overrides["llm_model"] = declaration.model
-    if declaration.api_base:
-        overrides["llm_api_base"] = declaration.api_base
-        # A server the candidate names gets only the key the candidate names: never the
-        # settings' or OPENAI_API_KEY, which belong to another provider.
-        overrides["llm_api_key"] = SecretStr(LOCAL_SERVER_PLACEHOLDER_KEY)
-    if declaration.search:
-        overrides["search_provider"] = declaration.search
-    if declaration.max_tokens:
-        overrides["llm_max_tokens"] = declaration.max_tokens
-    if declaration.api_key_env:
-        key = os.environ.get(declaration.api_key_env)
-        if not key:
-            raise ConfigurationError(f"candidate {declaration.name!r}: api_key_env names "
-                                     f"{declaration.api_key_env}, which is not set")
-        overrides["llm_api_key"] = SecretStr(key)
-    return Settings(**overrides) if overrides else base
-
-
-def _classifier(declaration: CandidateDeclaration, catalog: dict[str, Classifier], default: str) -> Classifier:
+def _classifier(declaration: CandidateDeclaration, catalog: Mapping[str, Classifier], default: str,
+                backends: EvaluationBackends) -> Classifier:
     if declaration.classifier_file is not None:
         try:
-            return parse_classifier(str(declaration.classifier_file), declaration.classifier_file.read_text("utf-8"))
+            text = declaration.classifier_file.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigurationError(f"candidate {declaration.name!r}: cannot read classifier_file: {error}") from None
-        except ClassifierFileError as error:
+        try:
+            return backends.parse_classifier(str(declaration.classifier_file), text)
+        except UnreadableFile as error:
             raise ConfigurationError(f"candidate {declaration.name!r}: {error}") from None
     name = declaration.classifier or default
     if name not in catalog:
@@ -222,19 +180,21 @@ def _classifier(declaration: CandidateDeclaration, catalog: dict[str, Classifier
     return catalog[name]
 
 
-def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain], base: Container) -> dict[str, KnownCompany]:
+def _known(args: argparse.Namespace, labels: Sequence[LabelledDomain],
+           backends: EvaluationBackends) -> dict[str, KnownCompany]:
     """The known companies among the labelled domains (and their parents), read from the
     database only when asked: by default an evaluation scores the search + LLM path alone.
-    The schema is never migrated here: an evaluation does not change a database."""
+    The schema is never migrated here, nor an empty database created: an evaluation does not
+    change a database."""
     if not args.known_companies:
         return {}
-    database_to_create(base.settings(), "eval --known-companies")  # refuses to create an empty one
     try:
-        return asyncio.run(base.store().find_known(with_parents([i.domain for i in labels])))
+        known = backends.known_companies("eval --known-companies")
+        return asyncio.run(known.find_known(with_parents([i.domain for i in labels])))
     except (DatabaseFailure, InvalidDatabaseUrl) as error:
         kind = type(error.__cause__).__name__  # SQLAlchemy's class for it: OperationalError, ProgrammingError...
         raise ConfigurationError(f"--known-companies: cannot read the known companies from the database "
                                  f"({kind}); is FIRMSIFT_DATABASE_URL right and migrated "
                                  f"(`firmsift db upgrade`)?") from None
     finally:
-        base.shutdown_resources()
+        backends.close()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from firmsift.adapters.llm.endpoint import is_local_api_base
 from firmsift.domain.evaluation import LabelledDomain, Outcome, OutcomeKind
 from firmsift.domain.evaluation_scores import Score, disagreements, score
 from firmsift.services.evaluation_run import CandidateSpec
@@ -27,9 +26,11 @@ def report_document(
     finished_at: datetime,
     specs: Sequence[CandidateSpec],
     outcomes: Mapping[str, Sequence[Outcome]],
+    local: Collection[str] = frozenset(),
 ) -> dict[str, Any]:
     """The whole report. `evidence` is how search evidence was obtained: live, recorded or replayed;
-    `precheck` whether the run pre-checked the domains."""
+    `precheck` whether the run pre-checked the domains; `local` the candidates (by name) whose LLM
+    is a server of the user's own, whose cost without a price is "local" rather than unknown."""
     by_domain = {name: {o.domain: o for o in found} for name, found in outcomes.items()}
     return {
         "schema": SCHEMA,
@@ -41,7 +42,7 @@ def report_document(
         "labelled": {"total": len(labels), "yes": sum(i.label for i in labels),
                      "no": sum(not i.label for i in labels)},
         "precheck": _precheck(precheck, labels, outcomes),
-        "candidates": [_candidate(spec, outcomes[spec.name]) for spec in specs],
+        "candidates": [_candidate(spec, outcomes[spec.name], local=spec.name in local) for spec in specs],
         "disagreements": [
             {"domain": row.domain, "label": _yes_no(row.label), "notes": row.notes,
              "verdicts": [{"candidate": name, "verdict": verdict, "confidence": confidence}
@@ -72,9 +73,8 @@ def _precheck(enabled: bool, labels: Sequence[LabelledDomain],
             "misses": [row["domain"] for row in ended if row["label"] == "yes"]}
 
 
-def _candidate(spec: CandidateSpec, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+def _candidate(spec: CandidateSpec, outcomes: Sequence[Outcome], *, local: bool) -> dict[str, Any]:
     # A local server has no price: its cost is "n/a (local)" unless the candidate gave prices.
-    local = is_local_api_base(spec.api_base)
     shown = [_outcome(o) | ({"cost_note": "local"} if local and o.cost_usd is None else {}) for o in outcomes]
     metrics = _metrics(score(outcomes))
     return {

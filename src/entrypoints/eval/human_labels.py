@@ -7,8 +7,7 @@ import argparse
 import asyncio
 
 from firmsift.domain.evaluation import LabelledDomain
-from firmsift.entrypoints.wiring.container import Container
-from firmsift.entrypoints.wiring.database_file import database_to_create
+from firmsift.entrypoints.eval.backends import EvaluationBackends
 from firmsift.entrypoints.eval.inputs import EvalInputError
 from firmsift.entrypoints.settings import ConfigurationError
 from firmsift.ports.infrastructure_errors import DatabaseFailure, InvalidDatabaseUrl
@@ -27,24 +26,25 @@ def labels_name(args: argparse.Namespace) -> tuple[str, str]:
     return str(args.labels), args.labels.stem
 
 
-def human_labels(base: Container, classifier: str) -> list[LabelledDomain]:
+def human_labels(backends: EvaluationBackends, classifier: str) -> list[LabelledDomain]:
     """Every human answer of `classifier` as a label (its note as the label's notes), by domain.
-    The schema is never migrated here: an evaluation does not change a database."""
-    database_to_create(base.settings(), "eval --human-labels")  # refuses to create an empty one
+    The schema is never migrated here, nor an empty database created: an evaluation does not
+    change a database."""
     try:
-        labels = asyncio.run(_read(base, classifier))
+        labels = asyncio.run(_read(backends, classifier))
     except (DatabaseFailure, InvalidDatabaseUrl) as error:
         kind = type(error.__cause__).__name__  # SQLAlchemy's class for it: OperationalError, ProgrammingError...
         raise ConfigurationError(f"--human-labels: cannot read the human answers from the database ({kind}); "
                                  f"is FIRMSIFT_DATABASE_URL right and migrated (`firmsift db upgrade`)?") from None
     finally:
-        base.shutdown_resources()
+        backends.close()
     if not labels:
         raise EvalInputError(f"--human-labels: no human answers for classifier {classifier!r} "
                              "(set some with `firmsift answers import` or PUT /answers/{classifier}/{domain})")
     return labels
 
 
-async def _read(base: Container, classifier: str) -> list[LabelledDomain]:
+async def _read(backends: EvaluationBackends, classifier: str) -> list[LabelledDomain]:
+    store = backends.human_answers("eval --human-labels")  # refuses to create an empty database
     return [LabelledDomain(human.domain, human.answer, human.note)
-            async for human in all_human_answers(base.human_answers(), classifier)]
+            async for human in all_human_answers(store, classifier)]

@@ -16,9 +16,6 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 WIRING = "firmsift.entrypoints.wiring"
 CONTAINER_BUILDERS = {"Container", "in_memory_container"}  # the calls that build a whole graph
 CONTAINER_MODULES = {f"{WIRING}.container", f"{WIRING}.memory"}  # importing these is holding a container
-# Entrypoint modules that still import an adapter or build a container themselves: each is a
-# step of issue 28 still to take. The list only shrinks; a module leaving it must be removed.
-NOT_YET_THROUGH_THE_WIRING: set[str] = set()
 
 
 def package_graph(graph: Graph, package: str) -> Graph:
@@ -87,9 +84,7 @@ def test_only_the_wiring_imports_adapters_or_builds_a_container() -> None:
     problems = {name: found for name, path in _entrypoint_modules().items()
                 if (found := _through_the_wiring_problems(path))}
 
-    assert set(problems) - NOT_YET_THROUGH_THE_WIRING == set(), "\n".join(
-        f"{name}: {'; '.join(found)}" for name, found in problems.items() if name not in NOT_YET_THROUGH_THE_WIRING)
-    assert NOT_YET_THROUGH_THE_WIRING - set(problems) == set(), "through the wiring now: remove from the list"
+    assert not problems, "\n".join(f"{name}: {'; '.join(found)}" for name, found in problems.items())
 
 
 def test_the_wiring_check_finds_an_adapter_import_and_a_container(tmp_path: Path) -> None:

@@ -19,13 +19,14 @@ from firmsift.adapters.sql.queue import SqlQueue
 from firmsift.adapters.sql.store import SqlStore
 from firmsift.domain.model import Job, JobStatus
 from firmsift.ports.infrastructure_errors import QueueUnavailable
+from tests.support.waiting import no_hang
 
 pytestmark = pytest.mark.anyio
 
 
-def _parts(engine: Engine) -> tuple[SqlStore, SqlQueue, SqlJobIntake]:
+def _parts(engine: Engine, poll_interval: float = 10) -> tuple[SqlStore, SqlQueue, SqlJobIntake]:
     store = SqlStore(engine)
-    queue = SqlQueue(engine, "work.fifo", visibility_timeout=30, max_receives=3, poll_interval=10)
+    queue = SqlQueue(engine, "work.fifo", visibility_timeout=30, max_receives=3, poll_interval=poll_interval)
     return store, queue, SqlJobIntake(engine, store, queue)
 
 
@@ -52,11 +53,13 @@ async def test_accept_records_the_job_and_queues_its_id(engine: Engine) -> None:
 
 
 async def test_accept_wakes_a_receiver_waiting_in_this_process(engine: Engine) -> None:
-    _, queue, intake = _parts(engine)  # poll_interval is 10 s: only a wake-up is this fast
-    waiting = asyncio.create_task(queue.receive(wait_seconds=20))
-    await asyncio.sleep(0.3)
+    # Polling every hour and waiting as long: a receive that ends at all was woken by the accept.
+    _, queue, intake = _parts(engine, poll_interval=3600)
+    waiting = asyncio.create_task(queue.receive(wait_seconds=3600))
+    await asyncio.sleep(0.3)  # most likely waiting by then; if not, its first look finds the job
     await intake.accept(_job())
-    [message] = await asyncio.wait_for(waiting, 2)
+    with no_hang():
+        [message] = await waiting
     assert json.loads(message.body)["job_id"] == _job().id
 
 

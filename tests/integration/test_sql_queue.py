@@ -21,6 +21,7 @@ from firmsift.adapters.sql.queue_sending import SqlReplyPublisher
 from firmsift.ports.infrastructure_errors import QueueUnavailable
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 from tests.support.queue_backends import FakeClock
+from tests.support.waiting import HANG_SECONDS, no_hang
 
 pytestmark = pytest.mark.anyio
 
@@ -67,13 +68,15 @@ async def test_a_message_sent_by_another_process_reaches_a_waiting_long_poll(tmp
     engine = make_engine(url)
     upgrade(engine)
     try:
-        waiting = asyncio.create_task(_sql_queue(engine).receive(wait_seconds=20))
+        # Waiting an hour (polling every 0.1 s: SQLite notifies nobody), however slow the child is.
+        waiting = asyncio.create_task(_sql_queue(engine).receive(wait_seconds=3600))
         child = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-c", _CHILD_SENDER, url],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True, text=True, timeout=HANG_SECONDS,
         )
         assert child.returncode == 0, child.stderr
-        [message] = await asyncio.wait_for(waiting, 5)
+        with no_hang():
+            [message] = await waiting
         assert (message.message_id, message.body) == (child.stdout.strip(), "from another process")
     finally:
         engine.dispose()

@@ -14,15 +14,18 @@ import pytest
 from tests.support.fake_openai_batch_server import FakeOpenAIBatchServer, Script
 from tests.support.fake_search_server import FakeSearchServer
 from tests.support.processes import Processes, start_api, start_worker, wait_until
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.e2e
 DOMAINS = [f"company-{n:03d}.com" for n in range(40)]
 NORMAL_COST = (10 * 1.0 + 10 * 2.0) / 1_000_000  # the scripted server's 10 tokens in and out, at 1 and 2 USD/M
+HELD = 3600.0  # seconds each batch status lasts at least: longer than the test
 
 
 @pytest.fixture
 def batch_server() -> Iterator[FakeOpenAIBatchServer]:
-    server = FakeOpenAIBatchServer(Script(pace=1.0))  # each status lasts a second at least
+    # Until the test lets them go on (see below), batches stay as they were created.
+    server = FakeOpenAIBatchServer(Script(pace=HELD))
     with server:
         yield server
 
@@ -55,14 +58,15 @@ def test_a_worker_killed_mid_provider_batch_loses_nothing_and_submits_nothing_tw
     assert submitted.json()["mode"] == "economy"
     # The jobs defer their questions as they run; each round sends what has gathered since the last.
     wait_until(lambda: sum(map(len, batch_server.uploads.values())) == len(DOMAINS), 60, "questions not all sent")
-    wait_until(lambda: len(batch_server.created) == len(batch_server.uploads), 10, "an upload has no batch")
-    worker.kill()  # mid-batch: the last one created within the poll interval, each status lasting a second
+    wait_until(lambda: len(batch_server.created) == len(batch_server.uploads), HANG_SECONDS, "an upload has no batch")
+    worker.kill()  # mid-batch: every provider batch is held where it began, however slow the machine
     submitted_batches = list(batch_server.created)
-    assert batch_server.batches[submitted_batches[-1]]["status"] != "completed"
+    assert {batch_server.batches[b]["status"] for b in submitted_batches} == {"validating"}
     assert httpx.get(f"{base}/batches/{batch_id}", timeout=10).json()["status"] == "RUNNING"
 
+    batch_server.script.pace = 1.0  # from now on each status lasts a second at least
     start_worker(processes, "worker-again")
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 90  # only turns a stuck batch into a failure
     while (progress := httpx.get(f"{base}/batches/{batch_id}", timeout=10).json())["status"] != "DONE":
         assert time.monotonic() < deadline, progress
         time.sleep(0.3)

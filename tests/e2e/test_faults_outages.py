@@ -31,16 +31,18 @@ from tests.support.processes import (
 )
 from tests.support.sqs_emulator import sqs_client, sqs_emulator, write_queues_file
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.e2e
 
 OUTAGE_SECONDS = 4
 PARTITION_SECONDS = 12
-PARTITION_DEADLINE = 8  # seconds within which the API must answer (with an error) during a partition
 JOBS = 30
 DOMAINS_PER_JOB = 3
 VISIBILITY_TIMEOUT = 3
-API_DEADLINE = 5  # seconds within which the API must answer during an outage: an error, not a hang
+# The API must answer during an outage or a partition: an error, not a hang. The requests are
+# made while the proxy is down (or frozen until they have ended); one that is still waiting at
+# HANG_SECONDS has hung. How long each took is printed, never asserted.
 REPLY_QUEUE = "team-replies.fifo"
 
 COMMON = {
@@ -127,12 +129,12 @@ def wait_recovered(base: str, body: dict[str, Any], headers: dict[str, str] | No
 
     def accepted() -> str | None:
         try:
-            response = httpx.post(f"{base}/domains/classify", json=body, headers=headers or {}, timeout=API_DEADLINE)
+            response = httpx.post(f"{base}/domains/classify", json=body, headers=headers or {}, timeout=HANG_SECONDS)
         except httpx.TransportError:
             return None
         return response.json()["job_id"] if response.status_code == 202 else None
 
-    job_id = wait_until(accepted, 30, "the API did not accept jobs again after the outage", interval=0.5)
+    job_id = wait_until(accepted, HANG_SECONDS, "the API did not accept jobs again after the outage", interval=0.5)
     return job_id, time.monotonic() - started
 
 
@@ -230,9 +232,9 @@ def test_a_database_outage_mid_run_loses_nothing(run: Run) -> None:
         cut = proxy.stop()
         outage_started = time.monotonic()
         post, post_seconds = timed(lambda: httpx.post(f"{base}/domains/classify", json={"domains": ["during.com"]},
-                                                      timeout=API_DEADLINE + 5))
-        get, get_seconds = timed(lambda: httpx.get(f"{base}/domains/classify/{job_ids[0]}", timeout=API_DEADLINE + 5))
-        ready, ready_seconds = timed(lambda: httpx.get(f"{base}/readyz", timeout=API_DEADLINE + 5))
+                                                      timeout=HANG_SECONDS))
+        get, get_seconds = timed(lambda: httpx.get(f"{base}/domains/classify/{job_ids[0]}", timeout=HANG_SECONDS))
+        ready, ready_seconds = timed(lambda: httpx.get(f"{base}/readyz", timeout=HANG_SECONDS))
         alive = httpx.get(f"{base}/healthz", timeout=5)
         time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - outage_started)))
         proxy.start()
@@ -247,7 +249,8 @@ def test_a_database_outage_mid_run_loses_nothing(run: Run) -> None:
               f" healthz={alive.status_code}; POST accepted again {recovery_seconds:.1f}s after the proxy came back;"
               f" jobs={len(job_ids) + 1} all DONE; llm_calls={run.llm_calls()} for {len(domains) + 1} domains")
 
-        # During the outage the API said so at once: 503 on submit (nothing recorded), an error on poll.
+        # During the outage (the requests were all made before the proxy came back) the API said
+        # so: 503 on submit (nothing recorded), an error on poll. A hang would be a timeout here.
         assert isinstance(post, httpx.Response) and post.status_code == 503, status_of(post)
         assert post.json()["error"]["code"] == "queue_unavailable" and "Retry-After" in post.headers
         assert during == 0  # the refused job left no row behind
@@ -255,7 +258,6 @@ def test_a_database_outage_mid_run_loses_nothing(run: Run) -> None:
         assert isinstance(ready, httpx.Response) and ready.status_code == 503
         assert ready.json()["checks"]["database"] != "ok"
         assert alive.status_code == 200  # liveness is not readiness: the process itself is fine
-        assert max(post_seconds, get_seconds, ready_seconds) < API_DEADLINE
         assert cut > 0  # the outage really cut live connections
 
 
@@ -270,9 +272,9 @@ def test_a_queue_outage_mid_run_loses_nothing(run: Run) -> None:
         outage_started = time.monotonic()
         post, post_seconds = timed(lambda: httpx.post(f"{base}/domains/classify",
                                                       json={"domains": ["during-queue-outage.com"]},
-                                                      timeout=API_DEADLINE + 5))
-        get, _ = timed(lambda: httpx.get(f"{base}/domains/classify/{job_ids[0]}", timeout=API_DEADLINE + 5))
-        ready, ready_seconds = timed(lambda: httpx.get(f"{base}/readyz", timeout=API_DEADLINE + 5))
+                                                      timeout=HANG_SECONDS))
+        get, _ = timed(lambda: httpx.get(f"{base}/domains/classify/{job_ids[0]}", timeout=HANG_SECONDS))
+        ready, ready_seconds = timed(lambda: httpx.get(f"{base}/readyz", timeout=HANG_SECONDS))
         time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - outage_started)))
         proxy.start()
         outage = time.monotonic() - outage_started
@@ -298,26 +300,30 @@ def test_a_queue_outage_mid_run_loses_nothing(run: Run) -> None:
         assert isinstance(get, httpx.Response) and get.status_code == 200  # the database is fine
         assert isinstance(ready, httpx.Response) and ready.status_code == 503
         assert ready.json()["checks"]["queue"] != "ok" and ready.json()["checks"]["database"] == "ok"
-        assert post_seconds < API_DEADLINE and ready_seconds < API_DEADLINE
         # Every job's reply arrived (at least once; callers dedupe on job_id), each DONE.
         assert set(replies) == {*job_ids, recovered_job}
         assert {document["status"] for document in replies.values()} == {"DONE"}
 
 
 def during_partition(service: Service, requests: dict[str, Any]) -> dict[str, tuple[httpx.Response | Exception, float]]:
-    """Freeze the proxy for PARTITION_SECONDS while `requests` (name -> call) run side by side;
-    return each one's outcome and duration once the partition has healed and they have ended."""
+    """Freeze the proxy while `requests` (name -> call) run side by side, until every one has
+    ended and for PARTITION_SECONDS at least; return each one's outcome and duration. A request
+    still waiting at HANG_SECONDS hung: the test fails (after the partition heals)."""
     outcomes: dict[str, tuple[httpx.Response | Exception, float]] = {}
     service.proxy.freeze()
-    started = time.monotonic()
-    threads = [threading.Thread(target=lambda n=name, r=request: outcomes.__setitem__(n, timed(r)), daemon=True)
-               for name, request in requests.items()]
-    for thread in threads:
-        thread.start()
-    time.sleep(max(0.0, PARTITION_SECONDS - (time.monotonic() - started)))
-    service.proxy.thaw()
-    for thread in threads:
-        thread.join(120)
+    try:
+        started = time.monotonic()
+        threads = {name: threading.Thread(target=lambda n=name, r=request: outcomes.__setitem__(n, timed(r)),
+                                          daemon=True) for name, request in requests.items()}
+        for thread in threads.values():
+            thread.start()
+        for thread in threads.values():
+            thread.join(HANG_SECONDS)
+        hung = [name for name, thread in threads.items() if thread.is_alive()]
+        time.sleep(max(0.0, PARTITION_SECONDS - (time.monotonic() - started)))
+    finally:
+        service.proxy.thaw()
+    assert hung == [], f"no answer while the partition lasted: {hung}"
     return outcomes
 
 
@@ -328,10 +334,11 @@ def partition(run: Run, service: Service, prefix: str, backend: str) -> dict[str
     base = service.base
     job_ids, domains = mid_run(run, service, prefix)
     outcomes = during_partition(service, {
+        # The client waits longer than the partition can last: a hang shows as one, not as its timeout.
         "POST": lambda: httpx.post(f"{base}/domains/classify", json={"domains": [f"during-{prefix}.com"]},
-                                   timeout=120),
-        "GET": lambda: httpx.get(f"{base}/domains/classify/{job_ids[0]}", timeout=120),
-        "readyz": lambda: httpx.get(f"{base}/readyz", timeout=120),
+                                   timeout=2 * HANG_SECONDS),
+        "GET": lambda: httpx.get(f"{base}/domains/classify/{job_ids[0]}", timeout=2 * HANG_SECONDS),
+        "readyz": lambda: httpx.get(f"{base}/readyz", timeout=2 * HANG_SECONDS),
     })
     accepted = [o.json()["job_id"] for o, _ in [outcomes["POST"]] if isinstance(o, httpx.Response)
                 and o.status_code == 202]
@@ -340,30 +347,29 @@ def partition(run: Run, service: Service, prefix: str, backend: str) -> dict[str
     print(f"\n{backend}-partition: {PARTITION_SECONDS}s; "
           + " ".join(f"{name}={status_of(o)} in {s:.1f}s" for name, (o, s) in outcomes.items())
           + f"; afterwards all {len(job_ids) + len(accepted)} jobs DONE, workers alive")
-    ready, ready_seconds = outcomes["readyz"]
-    assert isinstance(ready, httpx.Response) and ready.status_code == 503 and ready_seconds < API_DEADLINE
+    ready, _ = outcomes["readyz"]
+    assert isinstance(ready, httpx.Response) and ready.status_code == 503  # during the partition
     return outcomes
 
 
-def answered_in_time(outcomes: dict[str, tuple[Any, float]], names: list[str]) -> list[str]:
-    """The requests of `names` that did not end with an error within PARTITION_DEADLINE."""
+def not_answered_with_an_error(outcomes: dict[str, tuple[Any, float]], names: list[str]) -> list[str]:
+    """The requests of `names` that, during the partition, did not get an error answer (5xx)."""
     return [f"{name} {status_of(outcomes[name][0])} after {outcomes[name][1]:.1f}s" for name in names
-            if outcomes[name][1] >= PARTITION_DEADLINE or not isinstance(outcomes[name][0], httpx.Response)
-            or outcomes[name][0].status_code < 500]
+            if not isinstance(outcomes[name][0], httpx.Response) or outcomes[name][0].status_code < 500]
 
 
 def test_a_database_partition_is_survived_and_the_api_answers_an_error_not_a_hang(run: Run) -> None:
     with database_behind_proxy(run) as service:
         outcomes = partition(run, service, "dbpart", "db")
     # The API bounds its waits on the database (FIRMSIFT_BACKEND_TIMEOUT): an error, not a hang.
-    assert answered_in_time(outcomes, ["POST", "GET"]) == []
+    assert not_answered_with_an_error(outcomes, ["POST", "GET"]) == []
 
 
 def test_a_queue_partition_is_survived_and_the_api_answers_an_error_not_a_hang(run: Run) -> None:
     with queue_behind_proxy(run) as service:
         outcomes = partition(run, service, "qpart", "sqs")
     # The API bounds its publish (FIRMSIFT_BACKEND_TIMEOUT) and marks the job FAILED: no hang.
-    assert answered_in_time(outcomes, ["POST"]) == []
+    assert not_answered_with_an_error(outcomes, ["POST"]) == []
 
 
 def read_replies(client: Any, wanted: set[str], timeout: float = 30) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import UVICORN_PORT, Process, Processes, announced_port, wait_healthy
+from tests.support.processes import UVICORN_PORT, Process, Processes, announced_port, wait_healthy, wait_until
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.e2e
 
@@ -21,7 +22,8 @@ HEADER_TIMEOUT = 1.0
 BODY_TIMEOUT = 1.5
 KEEP_ALIVE = 1.0
 MAX_CONNECTIONS = 20
-SLACK = 2.5  # scheduling on a loaded machine, plus the second a refused connection lingers
+# Which deadline closed a connection is told by what the server said as it closed it, not by a
+# stopwatch; a connection the server never closes fails at HANG_SECONDS, never timed otherwise.
 
 
 class Api:
@@ -29,16 +31,16 @@ class Api:
         self.process, self.port = process, port
 
     def connect(self) -> socket.socket:
-        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
-        sock.settimeout(10)
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=HANG_SECONDS)
+        sock.settimeout(HANG_SECONDS)
         return sock
 
-    def exchange(self, data: bytes, *, timeout: float = 10) -> tuple[bytes, float]:
-        """Send `data` on a new connection and read until the server closes it: (bytes, seconds)."""
+    def exchange(self, data: bytes) -> bytes:
+        """Send `data` on a new connection and read until the server closes it."""
         with self.connect() as sock:
             if data:
                 sock.sendall(data)
-            return read_until_closed(sock, timeout)
+            return read_until_closed(sock)
 
     def log_lines(self) -> list[dict]:
         lines = []
@@ -50,18 +52,23 @@ class Api:
         return lines
 
 
-def read_until_closed(sock: socket.socket, timeout: float) -> tuple[bytes, float]:
-    started = time.monotonic()
-    sock.settimeout(timeout)
+def read_until_closed(sock: socket.socket) -> bytes:
+    """All the server sends until it closes the connection; a connection it never closes fails
+    the test (at HANG_SECONDS)."""
+    sock.settimeout(HANG_SECONDS)
     received = b""
     try:
         while chunk := sock.recv(65536):
             received += chunk
     except TimeoutError:
-        raise AssertionError(f"connection still open after {timeout}s; received {received[:200]!r}") from None
+        raise AssertionError(f"connection still open after {HANG_SECONDS:g}s; received {received[:200]!r}") from None
     except ConnectionResetError:
         pass
-    return received, time.monotonic() - started
+    return received
+
+
+def responses_in(received: bytes) -> int:
+    return received.count(b"HTTP/1.1 ")
 
 
 def parse(response: bytes) -> tuple[int, dict[str, str], dict]:
@@ -112,41 +119,38 @@ POST_HEAD = b"POST /domains/classify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
 
 def test_a_client_sending_nothing_or_a_header_line_at_a_time_is_cut_at_the_header_deadline(shared_api: Api) -> None:
     api = shared_api
-    idle, idle_seconds = api.exchange(b"")
+    idle = api.exchange(b"")
     with api.connect() as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\n")
-        started = time.monotonic()
         for line in (b"Host: 127.0.0.1\r\n", b"X-A: 1\r\n", b"X-B: 2\r\n", b"X-C: 3\r\n"):
             time.sleep(HEADER_TIMEOUT / 3)  # each line well inside the deadline, the whole head not
             try:
                 sock.sendall(line)
             except (BrokenPipeError, ConnectionResetError):
                 break
-        trickled, _ = read_until_closed(sock, 10)
-        trickle_seconds = time.monotonic() - started
-    for response, seconds in ((idle, idle_seconds), (trickled, trickle_seconds)):
+        trickled = read_until_closed(sock)
+    for response in (idle, trickled):
         status, headers, body = parse(response)
         assert status == 408 and body["error"]["code"] == "request_timeout", response
         assert headers["content-type"] == "application/json" and headers["connection"] == "close"
-        assert HEADER_TIMEOUT * 0.9 <= seconds <= HEADER_TIMEOUT + SLACK, seconds
+        # The head's deadline cut it, the one configured: not the body's, nor the keep-alive's.
+        assert body["error"]["message"] == f"request line and headers not received within {HEADER_TIMEOUT:g}s"
 
 
 def test_a_body_sent_a_byte_at_a_time_is_cut_at_the_body_deadline(api: Api) -> None:
     with api.connect() as sock:
         sock.sendall(POST_HEAD + b"Content-Length: 40\r\n\r\n{")
-        started = time.monotonic()
         for _ in range(6):
             time.sleep(BODY_TIMEOUT / 4)
             try:
                 sock.sendall(b" ")
             except (BrokenPipeError, ConnectionResetError):
                 break
-        response, _ = read_until_closed(sock, 10)
-        seconds = time.monotonic() - started
+        response = read_until_closed(sock)
     status, _, body = parse(response)
     assert status == 408 and body["error"]["code"] == "request_timeout"
-    assert "body" in body["error"]["message"]
-    assert BODY_TIMEOUT * 0.9 <= seconds <= BODY_TIMEOUT + SLACK, seconds
+    # The body's deadline cut it, the one configured, however the bytes kept coming.
+    assert body["error"]["message"] == f"request body not received within {BODY_TIMEOUT:g}s"
     # The app saw the client go: no error, no traceback for it.
     assert not [line for line in api.log_lines() if line["level"] in ("ERROR", "RAW") or "exception" in line]
 
@@ -157,20 +161,19 @@ def test_an_unread_body_trickling_after_an_early_answer_is_cut_too(shared_api: A
     with api.connect() as sock:
         sock.sendall(b"POST /domains/classify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                      b"Content-Length: 40\r\n\r\n{")
-        started = time.monotonic()
-        response, _ = read_until_closed(sock, 10)
-        seconds = time.monotonic() - started
+        response = read_until_closed(sock)  # the server closes it: held open, the test fails
     assert response.startswith(b"HTTP/1.1 415")
-    assert seconds <= BODY_TIMEOUT + SLACK
+    assert responses_in(response) == 1
 
 
 def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(shared_api: Api) -> None:
     api = shared_api
     with api.connect() as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        response, seconds = read_until_closed(sock, 10)
+        response = read_until_closed(sock)  # the server closes it: held open, the test fails
     assert response.startswith(b"HTTP/1.1 200")
-    assert seconds <= KEEP_ALIVE + SLACK
+    # Closed quietly, as an idle keep-alive connection is: no 408 for a request never begun.
+    assert responses_in(response) == 1
 
 
 def test_over_the_cap_the_longest_waiting_slow_client_makes_room_and_healthz_still_answers(api: Api) -> None:
@@ -178,13 +181,12 @@ def test_over_the_cap_the_longest_waiting_slow_client_makes_room_and_healthz_sti
     try:
         for sock in slow:
             sock.sendall(b"GET /healthz HTTP/1.1\r\n")  # a head that will never be finished
-        response, _ = api.exchange(HEALTHZ)
+        response = api.exchange(HEALTHZ)
         assert response.startswith(b"HTTP/1.1 200"), response
         # The ones that made room were told why.
         evicted = []
         for sock in slow[:10]:
-            received, _ = read_until_closed(sock, 5)
-            evicted.append(parse(received)[2]["error"]["code"])
+            evicted.append(parse(read_until_closed(sock))[2]["error"]["code"])
         assert set(evicted) == {"too_many_connections"}
     finally:
         for sock in slow:
@@ -196,14 +198,18 @@ def test_over_the_cap_with_every_connection_mid_request_a_new_one_is_refused_cle
     try:
         for sock in uploads:
             sock.sendall(POST_HEAD + b"Content-Length: 40\r\n\r\n{")  # mid-body: not a connection to evict
-        time.sleep(0.3)
-        response, seconds = api.exchange(HEALTHZ)
-        status, headers, body = parse(response)
+        time.sleep(0.3)  # for the server to read the heads: a connection still in its head could be evicted
+        status, headers, body = parse(api.exchange(HEALTHZ))
+        # Refused at once, with a 503 that says why: not held until an upload ends.
         assert status == 503 and body["error"]["code"] == "too_many_connections" and headers["retry-after"] == "1"
-        assert seconds < 1
-        # The uploads are cut at their deadline, and the server takes connections again.
-        time.sleep(BODY_TIMEOUT + SLACK)
-        assert api.exchange(HEALTHZ)[0].startswith(b"HTTP/1.1 200")
+        # The uploads are cut at their deadline, and once they have hung up (the server's side
+        # lingers until then), the server takes connections again.
+        for sock in uploads:
+            assert parse(read_until_closed(sock))[2]["error"]["message"] == (
+                f"request body not received within {BODY_TIMEOUT:g}s")
+            sock.close()
+        wait_until(lambda: api.exchange(HEALTHZ).startswith(b"HTTP/1.1 200"), HANG_SECONDS,
+                   "the server did not take connections again")
     finally:
         for sock in uploads:
             sock.close()
@@ -225,7 +231,7 @@ def test_at_the_descriptor_limit_a_flood_is_refused_without_a_flood_of_log_lines
                 refused += b" 503 " in sock.recv(100)
             except BlockingIOError:
                 pass
-        response, _ = api.exchange(HEALTHZ)  # room is made: the flood is only waiting for its heads
+        response = api.exchange(HEALTHZ)  # room is made: the flood is only waiting for its heads
         lines = api.log_lines()
         for sock in flood:
             sock.close()
@@ -253,7 +259,7 @@ def test_a_client_that_hangs_up_mid_body_is_not_an_internal_error(api: Api) -> N
             sock.sendall(POST_HEAD + b"Content-Length: 400\r\n\r\n{\"domains\": [")
             time.sleep(0.1)
     time.sleep(0.5)
-    assert api.exchange(HEALTHZ)[0].startswith(b"HTTP/1.1 200")
+    assert api.exchange(HEALTHZ).startswith(b"HTTP/1.1 200")
     noisy = [line for line in api.log_lines() if line["level"] in ("ERROR", "WARNING", "RAW") or "exception" in line]
     assert [line for line in noisy if line["message"] != "creating a new database"] == []  # that one: at start
 
@@ -338,7 +344,7 @@ def test_an_upload_arriving_steadily_for_longer_than_the_body_deadline_is_accept
         for number, piece in enumerate(pieces):
             sock.sendall(piece)
             time.sleep(max(0.0, (stop - time.monotonic()) / (len(pieces) - number)))
-        response, _ = read_until_closed(sock, 30)
+        response = read_until_closed(sock)
     status, _, body = parse(response)
     assert status == 202, body
     assert (body["total"], body["accepted"]) == (2400, 2400)
@@ -348,7 +354,7 @@ def test_an_upload_that_stops_is_cut_at_the_idle_deadline(upload_api: Api) -> No
     with upload_api.connect() as sock:
         start_of_body = b"domain\r\n" + b"a.com\r\n" * 2000  # 14 KB: above the rate floor for 7 s
         sock.sendall(_upload_head(2 * len(start_of_body)) + start_of_body)
-        response, _ = read_until_closed(sock, 30)
+        response = read_until_closed(sock)
     status, _, body = parse(response)
     assert status == 408 and "no byte of the request body" in body["error"]["message"], body
 
@@ -362,6 +368,6 @@ def test_an_upload_dripping_bytes_to_hold_its_connection_is_cut_for_its_rate(upl
                 sock.sendall(b"a")
             except (BrokenPipeError, ConnectionResetError):
                 break
-        response, _ = read_until_closed(sock, 30)
+        response = read_until_closed(sock)
     status, _, body = parse(response)
     assert status == 408 and "slower than 2000 bytes a second" in body["error"]["message"], body

@@ -48,13 +48,6 @@ ANSWER = '{"is_cpg": true, "confidence": 5, "reasoning": "sells snacks"}'
 
 
 @pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    fake = FakeLLMServer()
-    with fake:
-        yield fake
-
-
-@pytest.fixture
 def llm(adapter_class: type[LadderedLLM]) -> MakeLLM:
     """Makes adapters of each kind (litellm's, the direct client) for the fake model at an API base."""
     return maker(adapter_class, "openai/fake-model", API_KEY, timeout=10.0)
@@ -70,14 +63,14 @@ def assert_no_secret(error: BaseException) -> None:
 
 
 @pytest.mark.anyio
-async def test_returns_the_answer_and_asks_for_json_schema_first(server: FakeLLMServer, llm: MakeLLM) -> None:
-    server.enqueue(ANSWER)
-    completion = await ask(llm(server.base_url, max_tokens=300))
+async def test_returns_the_answer_and_asks_for_json_schema_first(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
+    fake_llm_server.enqueue(ANSWER)
+    completion = await ask(llm(fake_llm_server.base_url, max_tokens=300))
 
     assert completion.text == ANSWER
     assert completion.model == "fake-model"
     assert completion.finish_reason == "stop"
-    [sent] = server.requests
+    [sent] = fake_llm_server.requests
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == f"Bearer {API_KEY}"
     assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
@@ -90,32 +83,32 @@ async def test_returns_the_answer_and_asks_for_json_schema_first(server: FakeLLM
 
 
 @pytest.mark.anyio
-async def test_sends_temperature_only_when_configured(server: FakeLLMServer, llm: MakeLLM) -> None:
-    await ask(llm(server.base_url, temperature=0.0))
-    assert server.requests[0].body["temperature"] == 0.0
+async def test_sends_temperature_only_when_configured(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
+    await ask(llm(fake_llm_server.base_url, temperature=0.0))
+    assert fake_llm_server.requests[0].body["temperature"] == 0.0
 
 
 @pytest.mark.anyio
-async def test_an_api_base_without_v1_reaches_the_bare_path(server: FakeLLMServer, llm: MakeLLM) -> None:
-    await ask(llm(server.base_url.removesuffix("/v1")))
-    assert server.requests[0].path == "/chat/completions"
+async def test_an_api_base_without_v1_reaches_the_bare_path(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
+    await ask(llm(fake_llm_server.base_url.removesuffix("/v1")))
+    assert fake_llm_server.requests[0].path == "/chat/completions"
 
 
 @pytest.mark.anyio
-async def test_concurrent_calls_are_served_side_by_side(server: FakeLLMServer, llm: MakeLLM) -> None:
+async def test_concurrent_calls_are_served_side_by_side(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
     """Five calls are in the server's hands at once: each answer waits until all five have
     arrived (up to TOGETHER_TIMEOUT), so calls sent in series would be seen one at a time. Seen
     from the server, not timed: a loaded machine once took 2.3 s for five 0.5 s answers."""
-    adapter = llm(server.base_url)
-    server.answer_together = 5
+    adapter = llm(fake_llm_server.base_url)
+    fake_llm_server.answer_together = 5
     for _ in range(5):
-        server.enqueue(ANSWER)
+        fake_llm_server.enqueue(ANSWER)
 
     async with anyio.create_task_group() as calls:
         for _ in range(5):
             calls.start_soon(ask, adapter)
-    assert server.most_at_once == 5, f"at most {server.most_at_once} of five calls were in flight at once"
-    assert len(server.requests) == 5
+    assert fake_llm_server.most_at_once == 5, f"at most {server.most_at_once} of five calls were in flight at once"
+    assert len(fake_llm_server.requests) == 5
 
 
 @pytest.mark.anyio
@@ -158,21 +151,22 @@ async def test_falls_back_to_no_response_format_when_every_one_is_refused(llm: M
 
 
 @pytest.mark.anyio
-async def test_an_unrelated_bad_request_fails_without_downgrading_the_mode(server: FakeLLMServer, llm: MakeLLM) -> None:
-    server.enqueue("This model's maximum context length is 10 tokens", status=400)
-    adapter = llm(server.base_url)
+async def test_an_unrelated_bad_request_fails_without_downgrading_the_mode(
+        fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("This model's maximum context length is 10 tokens", status=400)
+    adapter = llm(fake_llm_server.base_url)
 
     with pytest.raises(ProviderError, match="too long"):
         await ask(adapter)
-    assert len(server.requests) == 1
+    assert len(fake_llm_server.requests) == 1
     assert adapter.mode is OutputMode.JSON_SCHEMA
 
 
 @pytest.mark.anyio
-async def test_a_cut_off_answer_is_an_error(server: FakeLLMServer, llm: MakeLLM) -> None:
-    server.enqueue('{"is_cpg": tr', finish_reason="length")
+async def test_a_cut_off_answer_is_an_error(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
+    fake_llm_server.enqueue('{"is_cpg": tr', finish_reason="length")
     with pytest.raises(ProviderError, match="cut off"):
-        await ask(llm(server.base_url))
+        await ask(llm(fake_llm_server.base_url))
 
 
 @pytest.mark.anyio
@@ -187,28 +181,28 @@ async def test_a_cut_off_answer_is_an_error(server: FakeLLMServer, llm: MakeLLM)
     ],
 )
 async def test_http_errors_become_provider_errors_without_the_key(
-    server: FakeLLMServer, status: int, expected: str,
+    fake_llm_server: FakeLLMServer, status: int, expected: str,
     llm: MakeLLM,
 ) -> None:
     # Providers do quote the key back (OpenAI: "Incorrect API key provided: sk-...").
-    server.enqueue(f"Incorrect API key provided: {API_KEY}", status=status)
+    fake_llm_server.enqueue(f"Incorrect API key provided: {API_KEY}", status=status)
 
     with pytest.raises(ProviderError, match=expected) as caught:
-        await ask(llm(server.base_url))
+        await ask(llm(fake_llm_server.base_url))
     assert f"HTTP {status}" in str(caught.value)
     assert_no_secret(caught.value)
-    assert len(server.requests) == 1, "the adapter must not retry on its own"
+    assert len(fake_llm_server.requests) == 1, "the adapter must not retry on its own"
 
 
 @pytest.mark.anyio
-async def test_a_slow_provider_times_out_within_bounds(server: FakeLLMServer, llm: MakeLLM) -> None:
+async def test_a_slow_provider_times_out_within_bounds(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
     # The server never answers (held until it stops): only the adapter's timeout can end the call.
-    server.enqueue(ANSWER, delay=math.inf)
+    fake_llm_server.enqueue(ANSWER, delay=math.inf)
 
     with no_hang(), pytest.raises(ProviderError, match="timed out|timeout") as caught:
-        await ask(llm(server.base_url, timeout=0.5))
+        await ask(llm(fake_llm_server.base_url, timeout=0.5))
     assert_no_secret(caught.value)
-    assert len(server.requests) == 1
+    assert len(fake_llm_server.requests) == 1
 
 
 @pytest.mark.anyio
@@ -231,17 +225,18 @@ async def test_an_unreachable_provider_is_an_error(llm: MakeLLM) -> None:
     ],
     ids=["refusal-field", "content-filter"],
 )
-async def test_refusals_are_errors(server: FakeLLMServer, reply: dict[str, Any], llm: MakeLLM) -> None:
-    server.enqueue(**reply)
+async def test_refusals_are_errors(fake_llm_server: FakeLLMServer, reply: dict[str, Any], llm: MakeLLM) -> None:
+    fake_llm_server.enqueue(**reply)
     with pytest.raises(ProviderError, match="refused|content filter"):
-        await ask(llm(server.base_url))
+        await ask(llm(fake_llm_server.base_url))
 
 
 @pytest.mark.anyio
-async def test_a_content_policy_rejection_is_an_error(server: FakeLLMServer, llm: MakeLLM) -> None:
+async def test_a_content_policy_rejection_is_an_error(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
     # OpenAI's wording, which litellm recognises as a content-policy violation.
-    server.enqueue("Invalid prompt: your prompt was flagged as potentially violating our usage policy.", status=400)
-    adapter = llm(server.base_url)
+    fake_llm_server.enqueue("Invalid prompt: your prompt was flagged as potentially violating our usage policy.",
+                            status=400)
+    adapter = llm(fake_llm_server.base_url)
     with pytest.raises(ProviderError, match="content policy"):
         await ask(adapter)
     assert adapter.mode is OutputMode.JSON_SCHEMA
@@ -249,18 +244,18 @@ async def test_a_content_policy_rejection_is_an_error(server: FakeLLMServer, llm
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("content", [None, "", "  \n"], ids=["null", "empty", "blank"])
-async def test_an_empty_answer_is_an_error(server: FakeLLMServer, content: str | None, llm: MakeLLM) -> None:
-    server.enqueue(content)
+async def test_an_empty_answer_is_an_error(fake_llm_server: FakeLLMServer, content: str | None, llm: MakeLLM) -> None:
+    fake_llm_server.enqueue(content)
     with pytest.raises(ProviderError, match="empty"):
-        await ask(llm(server.base_url))
+        await ask(llm(fake_llm_server.base_url))
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("body", ["{not json", '{"id": "x"}', ""], ids=["malformed", "no-choices", "no-body"])
-async def test_an_unreadable_response_is_an_error(server: FakeLLMServer, body: str, llm: MakeLLM) -> None:
-    server.enqueue(body=body)
+async def test_an_unreadable_response_is_an_error(fake_llm_server: FakeLLMServer, body: str, llm: MakeLLM) -> None:
+    fake_llm_server.enqueue(body=body)
     with pytest.raises(ProviderError) as caught:
-        await ask(llm(server.base_url))
+        await ask(llm(fake_llm_server.base_url))
     assert_no_secret(caught.value)
 
 
@@ -526,9 +521,10 @@ async def test_a_refused_connection_names_the_host_and_no_http_status(llm: MakeL
 
 
 @pytest.mark.anyio
-async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(server: FakeLLMServer, llm: MakeLLM) -> None:
+async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(
+        fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
     with pytest.raises(ProviderError) as caught:
-        await ask(llm(server.base_url.replace("http://", "https://")))
+        await ask(llm(fake_llm_server.base_url.replace("http://", "https://")))
     assert caught.value.cause is FailureCause.UNREACHABLE and not caught.value.retryable
     assert "TLS failed with 127.0.0.1" in str(caught.value)
     assert "HTTP" not in str(caught.value)
@@ -536,20 +532,20 @@ async def test_tls_to_a_plain_http_server_is_a_tls_failure_not_retried(server: F
 
 @pytest.mark.anyio
 async def test_a_timeout_on_a_local_server_is_not_retryable_when_so_configured(
-    server: FakeLLMServer, llm: MakeLLM,
+    fake_llm_server: FakeLLMServer, llm: MakeLLM,
 ) -> None:
-    server.enqueue(ANSWER, delay=10)
+    fake_llm_server.enqueue(ANSWER, delay=10)
     with pytest.raises(ProviderError) as caught:
-        await ask(llm(server.base_url, timeout=0.3, retry_timeouts=False))
+        await ask(llm(fake_llm_server.base_url, timeout=0.3, retry_timeouts=False))
     assert caught.value.cause is FailureCause.TIMEOUT and not caught.value.retryable
     assert "local server would still be busy" in str(caught.value)
 
 
 @pytest.mark.anyio
-async def test_a_long_provider_message_is_cut_between_words(server: FakeLLMServer, llm: MakeLLM) -> None:
-    server.enqueue("word " * 200 + "end", status=400)
+async def test_a_long_provider_message_is_cut_between_words(fake_llm_server: FakeLLMServer, llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("word " * 200 + "end", status=400)
     with pytest.raises(ProviderError) as caught:
-        await ask(llm(server.base_url))
+        await ask(llm(fake_llm_server.base_url))
     message = str(caught.value)
     assert message.endswith("word…")
     assert len(message) < 500

@@ -9,7 +9,6 @@ import json
 import math
 import time
 import traceback
-from collections.abc import Iterator
 from email.utils import formatdate
 from typing import Any
 
@@ -38,21 +37,14 @@ ANSWER = '{"is_cpg": true, "confidence": 5, "reasoning": "sells snacks"}'
 QUICK = RetryPolicy(attempts=4, base_delay=0.01, jitter="none", deadline=30)
 
 
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    fake = FakeLLMServer()
-    with fake:
-        yield fake
-
-
 class RecordedSleep:
     """A sleep that remembers every wait it was asked for, and how many requests the server had
     seen when it was asked, instead of waiting: the test checks the code's decisions, not the clock."""
 
-    def __init__(self, server: FakeLLMServer | None = None) -> None:
+    def __init__(self, fake_llm_server: FakeLLMServer | None = None) -> None:
         self.waits: list[float] = []
         self.requests_seen: list[int] = []
-        self._server = server
+        self._server = fake_llm_server
 
     async def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
@@ -113,11 +105,11 @@ async def failure(llm: LLM) -> ProviderError:
     ],
 )
 async def test_http_failures_say_whether_to_retry_and_when(
-    server: FakeLLMServer, status: int, headers: dict[str, str], retryable: bool, retry_after: float | None,
+    fake_llm_server: FakeLLMServer, status: int, headers: dict[str, str], retryable: bool, retry_after: float | None,
     real_llm: MakeLLM,
 ) -> None:
-    server.enqueue(f"failure quoting {API_KEY}", status=status, headers=headers)
-    error = await failure(real_llm(server.base_url))
+    fake_llm_server.enqueue(f"failure quoting {API_KEY}", status=status, headers=headers)
+    error = await failure(real_llm(fake_llm_server.base_url))
     assert (error.retryable, error.retry_after) == (retryable, retry_after)
 
 
@@ -134,16 +126,17 @@ async def test_http_failures_say_whether_to_retry_and_when(
     ids=["malformed-body", "no-choices", "empty-body", "cut-off", "refusal", "blank"],
 )
 async def test_unreadable_refused_or_cut_off_answers_are_not_retryable(
-    server: FakeLLMServer, reply: dict[str, Any],
+    fake_llm_server: FakeLLMServer, reply: dict[str, Any],
     real_llm: MakeLLM,
 ) -> None:
-    server.enqueue(**reply)
-    assert (await failure(real_llm(server.base_url))).retryable is False
+    fake_llm_server.enqueue(**reply)
+    assert (await failure(real_llm(fake_llm_server.base_url))).retryable is False
 
 
-async def test_timeouts_and_refused_connections_are_retryable(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue(ANSWER, delay=5)
-    assert (await failure(real_llm(server.base_url, timeout=0.3))).retryable is True
+async def test_timeouts_and_refused_connections_are_retryable(
+        fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue(ANSWER, delay=5)
+    assert (await failure(real_llm(fake_llm_server.base_url, timeout=0.3))).retryable is True
     closed = FakeLLMServer()
     closed.stop()
     assert (await failure(real_llm(closed.base_url))).retryable is True
@@ -152,52 +145,53 @@ async def test_timeouts_and_refused_connections_are_retryable(server: FakeLLMSer
 # --- retries over the wire ----------------------------------------------------------------
 
 
-async def test_a_429_with_retry_after_is_waited_out_then_answered(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue("slow down", status=429, headers={"Retry-After": "1"})
-    server.enqueue(ANSWER)
-    sleep = RecordedSleep(server)
+async def test_a_429_with_retry_after_is_waited_out_then_answered(
+        fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("slow down", status=429, headers={"Retry-After": "1"})
+    fake_llm_server.enqueue(ANSWER)
+    sleep = RecordedSleep(fake_llm_server)
 
-    completion = await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))
+    completion = await ask(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK, sleep=sleep))
     assert completion.text == ANSWER
     # The wait asked for is the Retry-After (not QUICK's 0.01 s backoff), between the two requests.
     assert (sleep.waits, sleep.requests_seen) == ([1.0], [1])
-    assert len(server.requests) == 2
+    assert len(fake_llm_server.requests) == 2
 
 
-async def test_a_503_with_an_http_date_is_waited_out_too(server: FakeLLMServer, real_llm: MakeLLM) -> None:
+async def test_a_503_with_an_http_date_is_waited_out_too(fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
     retry_at = int(time.time()) + 20  # an HTTP-date has whole seconds
-    server.enqueue("overloaded", status=503, headers={"Retry-After": formatdate(retry_at, usegmt=True)})
-    server.enqueue(ANSWER)
-    sleep = RecordedSleep(server)
+    fake_llm_server.enqueue("overloaded", status=503, headers={"Retry-After": formatdate(retry_at, usegmt=True)})
+    fake_llm_server.enqueue(ANSWER)
+    sleep = RecordedSleep(fake_llm_server)
 
     before = time.time()
-    assert (await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))).text == ANSWER
+    assert (await ask(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK, sleep=sleep))).text == ANSWER
     after = time.time()
     # The wait is until the date, as read at some moment of the call: however long the call took.
     [wait] = sleep.waits
     assert retry_at - after <= wait <= retry_at - before
-    assert sleep.requests_seen == [1] and len(server.requests) == 2
+    assert sleep.requests_seen == [1] and len(fake_llm_server.requests) == 2
 
 
-async def test_two_500s_then_an_answer(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue("boom", status=500)
-    server.enqueue("boom", status=500)
-    server.enqueue(ANSWER)
+async def test_two_500s_then_an_answer(fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("boom", status=500)
+    fake_llm_server.enqueue("boom", status=500)
+    fake_llm_server.enqueue(ANSWER)
     sleep = RecordedSleep()
 
-    assert (await ask(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))).text == ANSWER
+    assert (await ask(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK, sleep=sleep))).text == ANSWER
     assert sleep.waits == [0.01, 0.02]
-    assert len(server.requests) == 3
+    assert len(fake_llm_server.requests) == 3
 
 
 async def test_persistent_500s_give_up_after_the_attempts_without_leaking_the_key(
-    server: FakeLLMServer, real_llm: MakeLLM,
+    fake_llm_server: FakeLLMServer, real_llm: MakeLLM,
 ) -> None:
-    server.default = Reply(f"Incorrect API key provided: {API_KEY}", status=500)
+    fake_llm_server.default = Reply(f"Incorrect API key provided: {API_KEY}", status=500)
 
-    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+    error = await failure(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK))
     assert "HTTP 500" in str(error) and str(error).endswith("(gave up after 4 attempts)")
-    assert len(server.requests) == 4
+    assert len(fake_llm_server.requests) == 4
 
 
 async def test_a_hanging_server_times_out_each_attempt_then_fails_in_bounded_time(real_llm: MakeLLM) -> None:
@@ -252,35 +246,36 @@ async def test_the_deadline_bounds_a_hanging_server_across_attempts(real_llm: Ma
     assert 1 <= len(hanging.requests) <= 3  # not the ten attempts allowed
 
 
-async def test_a_retry_after_beyond_the_cap_fails_at_once(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue("come back in an hour", status=429, headers={"Retry-After": "3600"})
-    sleep = RecordedSleep(server)
+async def test_a_retry_after_beyond_the_cap_fails_at_once(fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("come back in an hour", status=429, headers={"Retry-After": "3600"})
+    sleep = RecordedSleep(fake_llm_server)
 
-    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK, sleep=sleep))
+    error = await failure(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK, sleep=sleep))
     assert "asked to wait 3600s" in str(error)
     assert sleep.waits == []  # no wait at all, let alone the hour asked for
-    assert len(server.requests) == 1
+    assert len(fake_llm_server.requests) == 1
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])
-async def test_client_errors_are_not_retried(server: FakeLLMServer, status: int, real_llm: MakeLLM) -> None:
-    server.enqueue("no", status=status)
-    error = await failure(RetryingLLM(real_llm(server.base_url), QUICK))
+async def test_client_errors_are_not_retried(fake_llm_server: FakeLLMServer, status: int, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("no", status=status)
+    error = await failure(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK))
     assert "attempt" not in str(error)
-    assert len(server.requests) == 1
+    assert len(fake_llm_server.requests) == 1
 
 
-async def test_an_unreadable_body_is_not_retried(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue(body="{not json")
-    await failure(RetryingLLM(real_llm(server.base_url), QUICK))
-    assert len(server.requests) == 1
+async def test_an_unreadable_body_is_not_retried(fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue(body="{not json")
+    await failure(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK))
+    assert len(fake_llm_server.requests) == 1
 
 
-async def test_garbage_content_is_returned_for_the_domain_to_judge(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue("Well, I'd say yes-ish?")
-    completion = await ask(RetryingLLM(real_llm(server.base_url), QUICK))
+async def test_garbage_content_is_returned_for_the_domain_to_judge(
+        fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("Well, I'd say yes-ish?")
+    completion = await ask(RetryingLLM(real_llm(fake_llm_server.base_url), QUICK))
     assert completion.text == "Well, I'd say yes-ish?"
-    assert len(server.requests) == 1
+    assert len(fake_llm_server.requests) == 1
 
 
 async def test_an_unreachable_provider_is_retried_then_reported(real_llm: MakeLLM) -> None:
@@ -298,25 +293,25 @@ def paced(llm: LLM, frozen: FrozenTime) -> PacedLLM:
                     clock=frozen.clock, sleep=frozen.sleep)
 
 
-async def test_concurrent_calls_beyond_the_ceiling_queue_up(server: FakeLLMServer, real_llm: MakeLLM) -> None:
+async def test_concurrent_calls_beyond_the_ceiling_queue_up(fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
     frozen = FrozenTime()
-    limited = paced(real_llm(server.base_url), frozen)
+    limited = paced(real_llm(fake_llm_server.base_url), frozen)
 
     answers = await asyncio.gather(*(ask(limited) for _ in range(4)))
-    assert len(answers) == 4 and len(server.requests) == 4  # queued, not refused or stuck
+    assert len(answers) == 4 and len(fake_llm_server.requests) == 4  # queued, not refused or stuck
     # All four asked at once: the first goes at once, each other waits for its turn, 0.2 s apart.
     assert sorted(wake - frozen.now for wake in frozen.wakes) == pytest.approx([0.2, 0.4, 0.6])
 
 
-async def test_each_retry_takes_a_paced_turn_too(server: FakeLLMServer, real_llm: MakeLLM) -> None:
-    server.enqueue("boom", status=500)
+async def test_each_retry_takes_a_paced_turn_too(fake_llm_server: FakeLLMServer, real_llm: MakeLLM) -> None:
+    fake_llm_server.enqueue("boom", status=500)
     frozen = FrozenTime()
-    backoff = RecordedSleep(server)
+    backoff = RecordedSleep(fake_llm_server)
     # The recommended order: retries outside, so every attempt waits for its own slot.
-    llm = RetryingLLM(paced(real_llm(server.base_url), frozen), QUICK, sleep=backoff)
+    llm = RetryingLLM(paced(real_llm(fake_llm_server.base_url), frozen), QUICK, sleep=backoff)
 
     assert (await ask(llm)).text
-    assert len(server.requests) == 2
+    assert len(fake_llm_server.requests) == 2
     assert backoff.waits == [0.01]
     # The retry waited for the next turn, 0.2 s after the first attempt's: not just the backoff.
     assert [wake - frozen.now for wake in frozen.wakes] == pytest.approx([0.2])

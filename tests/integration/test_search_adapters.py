@@ -7,7 +7,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import httpx
@@ -36,12 +36,6 @@ ApiSearch = SearxngSearch | TavilySearch | BraveSearch
 NEVER = 3600.0  # a server delay no test outlives: the server stopping at the test's end cuts it short
 
 
-@pytest.fixture
-def server() -> Iterator[FakeSearchServer]:
-    with FakeSearchServer() as running:
-        yield running
-
-
 def make_api(kind: str, base_url: str, **options: float) -> ApiSearch:
     if kind == "searxng":
         return SearxngSearch(base_url, **options)
@@ -51,8 +45,8 @@ def make_api(kind: str, base_url: str, **options: float) -> ApiSearch:
 
 
 @pytest.fixture(params=APIS)
-async def api(request: pytest.FixtureRequest, server: FakeSearchServer) -> AsyncIterator[ApiSearch]:
-    adapter = make_api(request.param, server.base_url, timeout=10.0)
+async def api(request: pytest.FixtureRequest, fake_search_server: FakeSearchServer) -> AsyncIterator[ApiSearch]:
+    adapter = make_api(request.param, fake_search_server.base_url, timeout=10.0)
     yield adapter
     await adapter.aclose()
 
@@ -78,8 +72,8 @@ async def failure_message(adapter: Search, domain: str = "acme.com") -> str:
 # --- the three search APIs ---------------------------------------------------------------
 
 
-async def test_results_become_bounded_clean_evidence(api: Search, server: FakeSearchServer) -> None:
-    server.script("acme.com", [
+async def test_results_become_bounded_clean_evidence(api: Search, fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.script("acme.com", [
         {"url": "https://acme.com/shop", "title": "Acme <b>Shop</b>",
          "content": "Soap\u200b and <em>shampoo</em>"},
         {"url": "https://news.example/acme", "title": "Acme news", "content": "x" * 5000},
@@ -90,64 +84,64 @@ async def test_results_become_bounded_clean_evidence(api: Search, server: FakeSe
     assert evidence[0] == Evidence("https://acme.com/shop", "Acme Shop", "Soap and shampoo")
     assert evidence[1].url == "https://news.example/acme"
     assert len(evidence[1].snippet) <= 500
-    query = server.requests[-1].query.get("q") or server.requests[-1].json()["query"]
+    query = fake_search_server.requests[-1].query.get("q") or fake_search_server.requests[-1].json()["query"]
     assert '"acme.com"' in query and "products" in query
 
 
 async def test_results_are_capped_at_max_results(
-    server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
+    fake_search_server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
 ) -> None:
-    server.script("acme.com", [
+    fake_search_server.script("acme.com", [
         {"url": f"https://acme.com/{n}", "title": str(n), "content": ""} for n in range(12)
     ])
     for kind in APIS:
-        adapter = make_api(kind, server.base_url, max_results=3)
+        adapter = make_api(kind, fake_search_server.base_url, max_results=3)
         opened.append(adapter)
         assert [e.url for e in await adapter.gather("acme.com")] == [
             "https://acme.com/0", "https://acme.com/1", "https://acme.com/2"
         ]
-    tavily, brave = server.requests[1], server.requests[2]
+    tavily, brave = fake_search_server.requests[1], fake_search_server.requests[2]
     assert tavily.json() == {
         "query": '"acme.com" company products', "max_results": 3, "search_depth": "basic"
     }
     assert brave.query["count"] == "3"
 
 
-async def test_items_without_a_web_url_are_skipped(api: Search, server: FakeSearchServer) -> None:
-    server.script("acme.com", [
+async def test_items_without_a_web_url_are_skipped(api: Search, fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.script("acme.com", [
         {"url": "javascript:alert(1)", "title": "bad", "content": ""},
         {"url": "https://acme.com/", "title": "good", "content": ""},
     ])
     assert [e.title for e in await api.gather("acme.com")] == ["good"]
 
 
-async def test_empty_results(api: Search, server: FakeSearchServer) -> None:
-    server.script("acme.com", [])
+async def test_empty_results(api: Search, fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.script("acme.com", [])
     assert await api.gather("acme.com") == []
 
 
 async def test_brave_without_a_web_section_means_no_results(
-    server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
+    fake_search_server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
 ) -> None:
-    server.override = Reply(body=b'{"type": "search"}', content_type="application/json")
-    opened.append(BraveSearch(API_KEY, base_url=server.base_url))
+    fake_search_server.override = Reply(body=b'{"type": "search"}', content_type="application/json")
+    opened.append(BraveSearch(API_KEY, base_url=fake_search_server.base_url))
     assert await opened[0].gather("acme.com") == []
 
 
 @pytest.mark.parametrize("status", [500, 401, 403, 429])
 async def test_http_errors_name_the_status(
-    api: Search, server: FakeSearchServer, status: int
+    api: Search, fake_search_server: FakeSearchServer, status: int
 ) -> None:
-    server.override = Reply(status=status, body=f'{{"detail": "bad key {API_KEY}"}}'.encode())
+    fake_search_server.override = Reply(status=status, body=f'{{"detail": "bad key {API_KEY}"}}'.encode())
     assert f"HTTP {status}" in await failure_message(api)
 
 
 async def test_timeout(
-    server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
+    fake_search_server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
 ) -> None:
-    server.delay = NEVER  # no answer while the test runs: only the adapter's timeout ends the call
+    fake_search_server.delay = NEVER  # no answer while the test runs: only the adapter's timeout ends the call
     for kind in APIS:
-        adapter = make_api(kind, server.base_url, timeout=0.2)
+        adapter = make_api(kind, fake_search_server.base_url, timeout=0.2)
         opened.append(adapter)
         with no_hang():
             assert "timed out" in await failure_message(adapter)
@@ -161,8 +155,8 @@ async def test_connection_refused(opened: list[ApiSearch | HomepageSearch]) -> N
             assert "request failed (ConnectError)" in await failure_message(adapter)
 
 
-async def test_non_json_body(api: Search, server: FakeSearchServer) -> None:
-    server.override = Reply(body=b"<html>maintenance</html>")
+async def test_non_json_body(api: Search, fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.override = Reply(body=b"<html>maintenance</html>")
     assert "not JSON" in await failure_message(api)
 
 
@@ -178,22 +172,22 @@ WRONG_SHAPES = {
     [(kind, payload) for kind, shapes in WRONG_SHAPES.items() for payload in shapes],
 )
 async def test_wrong_json_shape(
-    server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch], kind: str, payload: object
+    fake_search_server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch], kind: str, payload: object
 ) -> None:
-    server.override = Reply(body=json.dumps(payload).encode(), content_type="application/json")
-    adapter = make_api(kind, server.base_url)
+    fake_search_server.override = Reply(body=json.dumps(payload).encode(), content_type="application/json")
+    adapter = make_api(kind, fake_search_server.base_url)
     opened.append(adapter)
     assert "unexpected JSON shape" in await failure_message(adapter)
 
 
 async def test_api_key_travels_in_the_documented_header(
-    server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
+    fake_search_server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]
 ) -> None:
-    opened += [make_api(kind, server.base_url) for kind in APIS]
+    opened += [make_api(kind, fake_search_server.base_url) for kind in APIS]
     for adapter in opened:
         await adapter.gather("acme.com")
 
-    searxng, tavily, brave = server.requests
+    searxng, tavily, brave = fake_search_server.requests
     assert searxng.method == "GET" and searxng.query["format"] == "json"
     assert tavily.method == "POST" and tavily.headers["authorization"] == f"Bearer {API_KEY}"
     assert API_KEY not in tavily.body.decode()
@@ -202,13 +196,13 @@ async def test_api_key_travels_in_the_documented_header(
     assert API_KEY not in repr(TavilySearch(API_KEY)) + repr(BraveSearch(API_KEY))
 
 
-async def test_a_client_handed_in_is_used_and_left_open(server: FakeSearchServer) -> None:
+async def test_a_client_handed_in_is_used_and_left_open(fake_search_server: FakeSearchServer) -> None:
     async with httpx.AsyncClient(headers={"X-Caller": "container"}) as client:
-        adapter = SearxngSearch(server.base_url, client=client)
+        adapter = SearxngSearch(fake_search_server.base_url, client=client)
         await adapter.gather("acme.com")
         await adapter.aclose()
         assert not client.is_closed
-    assert server.requests[-1].headers["x-caller"] == "container"
+    assert fake_search_server.requests[-1].headers["x-caller"] == "container"
 
 
 def test_an_empty_api_key_is_refused_at_construction() -> None:
@@ -258,12 +252,12 @@ Homepage = Callable[..., HomepageSearch]
 
 
 @pytest.fixture
-def homepage(server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]) -> Homepage:
+def homepage(fake_search_server: FakeSearchServer, opened: list[ApiSearch | HomepageSearch]) -> Homepage:
     """Makes homepage adapters aimed at the fake server (names resolve to 127.0.0.1)."""
 
     def make(**options: object) -> HomepageSearch:
         settings: dict[str, object] = {
-            "allow_private_addresses": True, "resolver": to_loopback, "port": server.port,
+            "allow_private_addresses": True, "resolver": to_loopback, "port": fake_search_server.port,
             "timeout": 10.0,
         }
         adapter = HomepageSearch(**{**settings, **options})  # type: ignore[arg-type]
@@ -289,9 +283,9 @@ PAGE = """<!doctype html><html><head>
 
 
 async def test_homepage_reads_title_meta_and_visible_text_only(
-    homepage: Homepage, server: FakeSearchServer
+    homepage: Homepage, fake_search_server: FakeSearchServer
 ) -> None:
-    server.add_html("www.example.com", "/", PAGE)
+    fake_search_server.add_html("www.example.com", "/", PAGE)
 
     [evidence] = await homepage().gather("www.example.com")
 
@@ -304,16 +298,16 @@ async def test_homepage_reads_title_meta_and_visible_text_only(
                    "aria text", "noscript text", "template text", "\u200b", "\u202e"):
         assert hidden not in evidence.snippet + evidence.title
     # https was tried first; the connection went to the resolved address, named by Host.
-    assert server.requests[-1].headers["host"] == "www.example.com"
-    assert "firmsift" in server.requests[-1].headers["user-agent"]
+    assert fake_search_server.requests[-1].headers["host"] == "www.example.com"
+    assert "firmsift" in fake_search_server.requests[-1].headers["user-agent"]
 
 
 async def test_redirect_within_the_domain_is_followed_quietly(
-    homepage: Homepage, server: FakeSearchServer
+    homepage: Homepage, fake_search_server: FakeSearchServer
 ) -> None:
-    server.add_redirect("example.com", "/", "http://www.example.com/start", status=301)
-    server.add_redirect("www.example.com", "/start", "/home")
-    server.add_html("www.example.com", "/home", "<title>Home</title><p>Biscuits</p>")
+    fake_search_server.add_redirect("example.com", "/", "http://www.example.com/start", status=301)
+    fake_search_server.add_redirect("www.example.com", "/start", "/home")
+    fake_search_server.add_html("www.example.com", "/home", "<title>Home</title><p>Biscuits</p>")
 
     [evidence] = await homepage().gather("example.com")
 
@@ -321,10 +315,10 @@ async def test_redirect_within_the_domain_is_followed_quietly(
 
 
 async def test_redirect_to_another_registrable_domain_is_recorded(
-    homepage: Homepage, server: FakeSearchServer
+    homepage: Homepage, fake_search_server: FakeSearchServer
 ) -> None:
-    server.add_redirect("www.example.com", "/", "http://example.org/")
-    server.add_html("example.org", "/", "<title>New brand</title><p>Juice</p>")
+    fake_search_server.add_redirect("www.example.com", "/", "http://example.org/")
+    fake_search_server.add_html("example.org", "/", "<title>New brand</title><p>Juice</p>")
 
     [evidence] = await homepage().gather("www.example.com")
 
@@ -332,27 +326,27 @@ async def test_redirect_to_another_registrable_domain_is_recorded(
     assert evidence.snippet.startswith("www.example.com redirected to example.org")
 
 
-async def test_redirect_loop_is_refused(homepage: Homepage, server: FakeSearchServer) -> None:
-    server.add_redirect("example.com", "/", "/a")
-    server.add_redirect("example.com", "/a", "http://www.example.com/b")
-    server.add_redirect("www.example.com", "/b", "http://example.com/a")
+async def test_redirect_loop_is_refused(homepage: Homepage, fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.add_redirect("example.com", "/", "/a")
+    fake_search_server.add_redirect("example.com", "/a", "http://www.example.com/b")
+    fake_search_server.add_redirect("www.example.com", "/b", "http://example.com/a")
     with pytest.raises(ProviderError, match="redirect loop"):
         await homepage().gather("example.com")
 
 
-async def test_too_many_redirects_are_refused(homepage: Homepage, server: FakeSearchServer) -> None:
+async def test_too_many_redirects_are_refused(homepage: Homepage, fake_search_server: FakeSearchServer) -> None:
     for step in range(10):
-        server.add_redirect("example.com", "/" if step == 0 else f"/{step}", f"/{step + 1}")
+        fake_search_server.add_redirect("example.com", "/" if step == 0 else f"/{step}", f"/{step + 1}")
     with pytest.raises(ProviderError, match="more than 3 redirects"):
         await homepage(max_redirects=3).gather("example.com")
-    assert len(server.requests) == 4
+    assert len(fake_search_server.requests) == 4
 
 
 async def test_oversize_page_is_cut_at_max_bytes(
-    homepage: Homepage, server: FakeSearchServer
+    homepage: Homepage, fake_search_server: FakeSearchServer
 ) -> None:
     filler = "<p>" + "padding " * 250_000 + "</p>"
-    server.add_html("example.com", "/", f"<title>Big</title><p>Start</p>{filler}<p>THE END</p>")
+    fake_search_server.add_html("example.com", "/", f"<title>Big</title><p>Start</p>{filler}<p>THE END</p>")
 
     [evidence] = await homepage(max_bytes=20_000).gather("example.com")
 
@@ -360,18 +354,18 @@ async def test_oversize_page_is_cut_at_max_bytes(
     assert "THE END" not in evidence.snippet
 
 
-async def test_endless_page_is_cut_too(homepage: Homepage, server: FakeSearchServer) -> None:
-    server.add_page("example.com", "/", Reply(body=b"<title>Forever</title>", endless=True))
+async def test_endless_page_is_cut_too(homepage: Homepage, fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.add_page("example.com", "/", Reply(body=b"<title>Forever</title>", endless=True))
     with no_hang():  # the body never ends: only the cut at max_bytes ends the read
         [evidence] = await homepage(max_bytes=100_000).gather("example.com")
     assert evidence.title == "Forever"
 
 
 async def test_slow_site_hits_the_total_timeout(
-    homepage: Homepage, server: FakeSearchServer
+    homepage: Homepage, fake_search_server: FakeSearchServer
 ) -> None:
-    server.delay = NEVER  # no answer while the test runs; the per-request timeout is far off too
-    server.add_html("example.com", "/", "<title>late</title>")
+    fake_search_server.delay = NEVER  # no answer while the test runs; the per-request timeout is far off too
+    fake_search_server.add_html("example.com", "/", "<title>late</title>")
     with no_hang(), pytest.raises(ProviderError, match="took longer than 0.5s"):
         await homepage(timeout=3600.0, total_timeout=0.5).gather("example.com")
 
@@ -386,16 +380,16 @@ async def test_slow_site_hits_the_total_timeout(
     ],
 )
 async def test_unusable_answers(
-    homepage: Homepage, server: FakeSearchServer, reply: Reply, reason: str
+    homepage: Homepage, fake_search_server: FakeSearchServer, reply: Reply, reason: str
 ) -> None:
-    server.add_page("example.com", "/", reply)
+    fake_search_server.add_page("example.com", "/", reply)
     with pytest.raises(ProviderError, match=re.escape(reason)):
         await homepage().gather("example.com")
 
 
-async def test_xhtml_is_read(homepage: Homepage, server: FakeSearchServer) -> None:
+async def test_xhtml_is_read(homepage: Homepage, fake_search_server: FakeSearchServer) -> None:
     xhtml = b'<html xmlns="http://www.w3.org/1999/xhtml"><title>X</title><p>Tea</p></html>'
-    server.add_page("example.com", "/", Reply(body=xhtml, content_type="application/xhtml+xml"))
+    fake_search_server.add_page("example.com", "/", Reply(body=xhtml, content_type="application/xhtml+xml"))
     assert (await homepage().gather("example.com"))[0].snippet == "Tea"
 
 
@@ -420,16 +414,16 @@ async def test_non_host_names_are_refused(domain: str) -> None:
 # --- the address policy, enforced on every hop ------------------------------------------
 
 
-async def test_loopback_is_refused_by_default(server: FakeSearchServer) -> None:
-    server.add_html("www.example.com", "/", "<title>should not be read</title>")
+async def test_loopback_is_refused_by_default(fake_search_server: FakeSearchServer) -> None:
+    fake_search_server.add_html("www.example.com", "/", "<title>should not be read</title>")
     for adapter, domain in [
-        (HomepageSearch(resolver=to_loopback, port=server.port), "www.example.com"),
-        (HomepageSearch(port=server.port), "127.0.0.1"),
-        (HomepageSearch(port=server.port), "localhost"),  # real resolver: /etc/hosts only
+        (HomepageSearch(resolver=to_loopback, port=fake_search_server.port), "www.example.com"),
+        (HomepageSearch(port=fake_search_server.port), "127.0.0.1"),
+        (HomepageSearch(port=fake_search_server.port), "localhost"),  # real resolver: /etc/hosts only
     ]:
         with pytest.raises(ProviderError, match=r"refusing to fetch .* \(loopback"):
             await adapter.gather(domain)
-    assert server.requests == []
+    assert fake_search_server.requests == []
 
 
 @pytest.mark.parametrize(
@@ -444,7 +438,7 @@ async def test_loopback_is_refused_by_default(server: FakeSearchServer) -> None:
 )
 async def test_redirects_to_private_addresses_are_refused(
     homepage: Homepage,
-    server: FakeSearchServer,
+    fake_search_server: FakeSearchServer,
     monkeypatch: pytest.MonkeyPatch,
     location: str,
     reason: str,
@@ -456,12 +450,12 @@ async def test_redirects_to_private_addresses_are_refused(
         homepage_search, "first_refused",
         lambda addresses: strict([a for a in addresses if a != "127.0.0.1"]),
     )
-    server.add_redirect("www.example.com", "/", location)
+    fake_search_server.add_redirect("www.example.com", "/", location)
     adapter = homepage(allow_private_addresses=False)
 
     with pytest.raises(ProviderError, match=f"refusing to fetch .* \\({reason}"):
         await adapter.gather("www.example.com")
-    assert [r.headers["host"] for r in server.requests] == ["www.example.com"]
+    assert [r.headers["host"] for r in fake_search_server.requests] == ["www.example.com"]
 
 
 def test_registrable_domain_uses_the_bundled_suffix_list(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -506,28 +500,28 @@ HOSTILE_LOCATIONS = [
 
 @pytest.mark.parametrize(("location", "reason"), HOSTILE_LOCATIONS)
 async def test_redirects_that_cannot_be_followed_are_provider_errors(
-    homepage: Homepage, server: FakeSearchServer, location: str, reason: str
+    homepage: Homepage, fake_search_server: FakeSearchServer, location: str, reason: str
 ) -> None:
-    server.add_redirect("example.com", "/", location)
+    fake_search_server.add_redirect("example.com", "/", location)
     with pytest.raises(ProviderError, match=f"^homepage: .*{re.escape(reason)}"):
         await homepage().gather("example.com")
 
 
 async def test_a_same_scheme_location_without_slashes_is_a_relative_path(
-    homepage: Homepage, server: FakeSearchServer
+    homepage: Homepage, fake_search_server: FakeSearchServer
 ) -> None:
     # As browsers read it (WHATWG URL): "http:127.0.0.1" from an http page is the path /127.0.0.1.
-    server.add_redirect("example.com", "/", "http:127.0.0.1")
-    server.add_html("example.com", "/127.0.0.1", "<title>Here</title>")
+    fake_search_server.add_redirect("example.com", "/", "http:127.0.0.1")
+    fake_search_server.add_html("example.com", "/127.0.0.1", "<title>Here</title>")
     [evidence] = await homepage().gather("example.com")
     assert evidence.url == "http://example.com/127.0.0.1"
 
 
 @pytest.mark.parametrize("location", ["javascript:alert(1)", "http://[::1", "http://xn--.com/", "data:,x"])
 async def test_search_api_redirect_to_a_hostile_location_is_a_provider_error(
-    api: Search, server: FakeSearchServer, location: str
+    api: Search, fake_search_server: FakeSearchServer, location: str
 ) -> None:
-    server.override = Reply(status=302, headers={"Location": location})
+    fake_search_server.override = Reply(status=302, headers={"Location": location})
     message = await failure_message(api)
     assert "search request failed" in message or "search answered HTTP 302" in message
 

@@ -80,6 +80,16 @@ def code(text: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _meanings(notes: dict[str, Any], kind: str, codes: Iterable[str], what: str) -> dict[str, Any]:
+    """The notes' meanings of `codes`: NotesError for a note on no code, or a code with no note."""
+    meanings: dict[str, Any] = notes.get(kind, {})
+    _unknown(kind, meanings, codes)
+    missing = sorted(set(codes) - set(meanings))
+    if missing:
+        raise NotesError(f"{what} without a note in docs/reference_notes.toml: {', '.join(missing)}")
+    return meanings
+
+
 def _unknown(kind: str, named: Iterable[str], present: Iterable[str]) -> None:
     stray = sorted(set(named) - set(present))
     if stray:
@@ -376,11 +386,7 @@ def exit_codes() -> dict[str, int]:
 
 def exit_codes_page(notes: dict[str, Any]) -> str:
     codes = exit_codes()
-    meanings = notes.get("exit_codes", {})
-    _unknown("exit_codes", meanings, codes)
-    missing = sorted(set(codes) - set(meanings))
-    if missing:
-        raise NotesError(f"exit codes without a note in docs/reference_notes.toml: {', '.join(missing)}")
+    meanings = _meanings(notes, "exit_codes", codes, "exit codes")
     lines = [GENERATED.format(source="src/entrypoints/command_errors.py"), "", "# Exit codes", "",
              "What every `firmsift` command exits with.", "",
              "| Code | Name in the code | Meaning |", "| --- | --- | --- |"]
@@ -469,11 +475,7 @@ def _add_class_statuses(found: dict[str, dict[str, Any]]) -> None:
 
 def error_codes_page(notes: dict[str, Any]) -> str:
     codes = scanned_error_codes()
-    meanings = notes.get("error_codes", {})
-    _unknown("error_codes", meanings, codes)
-    missing = sorted(set(codes) - set(meanings))
-    if missing:
-        raise NotesError(f"error codes without a note in docs/reference_notes.toml: {', '.join(missing)}")
+    meanings = _meanings(notes, "error_codes", codes, "error codes")
     lines = [GENERATED.format(source="every error code in src/ (error classes' `code`, the HTTP layer's refusals)"),
              "", "# Error codes", "",
              notes.get("error_codes_intro", "").strip(), "",

@@ -14,22 +14,15 @@ from sqlalchemy import select
 from firmsift.adapters.sql.tables import web_sessions
 from firmsift.adapters.sql.web_sessions import SqlWebSessions
 from firmsift.domain.web_sessions import ANONYMOUS_IDLE_SECONDS, IDLE_SECONDS, TOUCH_SECONDS, session_digest
+from tests.support.clocks import Clock
 from tests.support.databases import SQL_BACKENDS, migrated_engine
 
 pytestmark = pytest.mark.anyio
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(1_800_000_000.0)
 
 
 @pytest.fixture

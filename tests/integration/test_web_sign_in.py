@@ -14,18 +14,11 @@ from starlette.testclient import TestClient
 from firmsift.domain.sign_in_forms import FORM_SECONDS, issue_form_token
 from firmsift.entrypoints.web.sign_in import FORM_COOKIE
 from firmsift.entrypoints.web.site import COOKIE
+from tests.support.clocks import Clock
 from tests.support.web_sessions import form_token, issue
 
 ATTEMPTS = 3  # sign-in attempts a minute per address, in these tests
 BASE = "https://testserver"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 pytestmark = [pytest.mark.container(auth="required", rate_limit_per_minute=0, sign_ins_per_minute=ATTEMPTS),
@@ -34,7 +27,7 @@ pytestmark = [pytest.mark.container(auth="required", rate_limit_per_minute=0, si
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(1_800_000_000.0)
 
 
 @pytest.fixture

@@ -8,14 +8,7 @@ import io
 from firmsift.entrypoints.cli.classify_client import Tally
 from firmsift.entrypoints.cli.classify_report import ProgressLine
 from firmsift.entrypoints.cli.classify_rows import Row
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clocks import Clock
 
 
 def test_off_a_terminal_the_last_rows_count_is_said_once_by_the_final_line() -> None:

@@ -17,6 +17,7 @@ from firmsift.adapters.files.site_signatures import load_signatures
 from firmsift.domain.site_status import SiteStatus
 from firmsift.services.dns_trust import DnsTrust
 from firmsift.services.precheck import Precheck
+from tests.support.clocks import Clock
 
 ANSWERED = DnsFacts(DnsOutcome.ANSWERED, addresses=("192.0.2.1",))
 NXDOMAIN = DnsFacts(DnsOutcome.NXDOMAIN)
@@ -31,14 +32,6 @@ def truthful(*names: str) -> InMemoryResolver:
 
 def lying() -> InMemoryResolver:
     return InMemoryResolver()  # NXDOMAIN for everything, canaries included
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def precheck(resolver: InMemoryResolver, trust: DnsTrust) -> Precheck:

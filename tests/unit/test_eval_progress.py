@@ -6,18 +6,11 @@ import io
 
 from firmsift.entrypoints.eval.progress import ProgressBar
 from firmsift.entrypoints.progress_rate import duration_text, rate_and_eta
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clocks import Clock
 
 
 def test_off_a_terminal_one_line_per_tenth_with_rate_and_time_left() -> None:
-    out, clock = io.StringIO(), Clock()
+    out, clock = io.StringIO(), Clock(100.0)
     bar = ProgressBar(out, clock)
     for done in range(0, 21):
         clock.now = 100.0 + done * 0.5  # 2 answers a second
@@ -30,7 +23,7 @@ def test_off_a_terminal_one_line_per_tenth_with_rate_and_time_left() -> None:
 
 def test_before_any_answer_the_time_left_is_unknown() -> None:
     out = io.StringIO()
-    ProgressBar(out, Clock())(0, 5)
+    ProgressBar(out, Clock(100.0))(0, 5)
     assert out.getvalue() == "[..............................] 0/5 answers, 0s, 0.0/s, ETA unknown\n"
 
 

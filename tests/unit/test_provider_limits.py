@@ -6,14 +6,8 @@ from __future__ import annotations
 import pytest
 
 from firmsift.domain.rate_limit_headers import read_rate_limit_headers
+from tests.support.clocks import Clock
 from tests.support.provider_limits import ProviderLimits, go_duration
-
-
-class Clock:
-    now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_requests_beyond_the_bucket_are_refused_until_it_refills() -> None:
